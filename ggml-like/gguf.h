@@ -1,0 +1,112 @@
+// GGUF files: metadata values, tensor infos, and a memory-mapping reader.
+// Spec: GGUF v3 (v2 is read too). Little-endian; tensor dims are listed fastest-first (ggml `ne`).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "ggml-like/error.h"
+#include "ggml-like/types.h"
+
+namespace ggl {
+
+// Metadata value type ids as stored in the file.
+enum class ValueType : uint32_t {
+  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
+  STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12,
+};
+std::string_view value_type_name(ValueType t);
+
+struct Value;
+struct Array {
+  ValueType element_type = ValueType::U8;
+  std::vector<Value> items;  // for nested arrays, each item is itself an Array value
+};
+
+// One metadata value. Integers keep their stored width and signedness.
+struct Value {
+  using Storage = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool,
+                               std::string, Array, uint64_t, int64_t, double>;
+  Storage data;
+
+  ValueType type() const { return static_cast<ValueType>(data.index()); }
+};
+
+inline constexpr int kMaxDims = 4;
+
+struct TensorInfo {
+  std::string name;
+  Type type = Type::F32;
+  int n_dims = 0;
+  int64_t ne[kMaxDims] = {1, 1, 1, 1};  // fastest-first; unused dims are 1
+  uint64_t offset = 0;                   // relative to the start of the data section
+  size_t nbytes = 0;
+  const uint8_t* data = nullptr;         // into the mapping (nullptr for infos not from a reader)
+
+  int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
+};
+
+// Ordered key/value metadata with typed accessors. Accessors throw ggl::Error naming the
+// source (a file name) and the key for missing keys and for wrong types.
+class Metadata {
+ public:
+  explicit Metadata(std::string source = "gguf") : source_(std::move(source)) {}
+
+  bool has(std::string_view key) const;
+  const Value* find(std::string_view key) const;
+  const Value& at(std::string_view key) const;
+  // Inserts or replaces; insertion order is preserved (a replaced key keeps its position).
+  void set(std::string key, Value value);
+  void erase(std::string_view key);
+
+  // Supported T: any integer type (converted when the value fits), float, double, bool,
+  // std::string, std::vector<std::string>, std::vector<float>, std::vector<int32_t>,
+  // std::vector<uint32_t>, std::vector<int64_t>.
+  template <typename T> T get(std::string_view key) const;
+  template <typename T> T get_or(std::string_view key, T fallback) const {
+    return has(key) ? get<T>(key) : fallback;
+  }
+
+  const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
+  const std::string& source() const { return source_; }
+
+ private:
+  std::string source_;
+  std::vector<std::pair<std::string, Value>> entries_;
+  std::map<std::string, size_t, std::less<>> index_;
+};
+
+// A GGUF file opened for reading. Tensor data is memory-mapped, never copied.
+// The constructor validates the whole file and throws ggl::Error("FILE: problem") on any defect.
+class GgufFile {
+ public:
+  explicit GgufFile(const std::string& path);
+  ~GgufFile();
+  GgufFile(const GgufFile&) = delete;
+  GgufFile& operator=(const GgufFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  uint32_t version() const { return version_; }
+  uint64_t alignment() const { return alignment_; }
+  const Metadata& metadata() const { return metadata_; }
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  // nullptr if there is no tensor of that name.
+  const TensorInfo* find_tensor(std::string_view name) const;
+  size_t file_size() const { return size_; }
+
+ private:
+  std::string path_;
+  uint32_t version_ = 0;
+  uint64_t alignment_ = 32;
+  Metadata metadata_;
+  std::vector<TensorInfo> tensors_;
+  std::map<std::string, size_t, std::less<>> tensor_index_;
+  const uint8_t* map_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace ggl

@@ -1,0 +1,48 @@
+// Tensor element types with the exact ggml numbering and block layouts.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace ggl {
+
+// Values are ggml's type ids as stored in GGUF tensor infos.
+enum class Type : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q8_0 = 8,
+  I8 = 24,
+  I16 = 25,
+  I32 = 26,
+  I64 = 27,
+  F64 = 28,
+  BF16 = 30,
+};
+
+inline constexpr int kQuantBlock = 32;  // weights per block for Q4_0, Q4_1, Q8_0
+
+struct TypeTraits {
+  std::string_view name;   // "f32", "q8_0", ... (lower case, as llama.cpp prints them)
+  int block_size;          // elements per block (1 for plain types)
+  size_t block_bytes;      // bytes per block
+  bool quantized;
+};
+
+// Traits of a known type; std::nullopt for an id latte does not know.
+std::optional<TypeTraits> type_traits(uint32_t id);
+// Traits of a known type (precondition: the type is known).
+const TypeTraits& traits(Type t);
+inline std::string_view type_name(Type t) { return traits(t).name; }
+// Parses "f32", "q4_0", ... (case-insensitive); std::nullopt if unknown.
+std::optional<Type> type_from_name(std::string_view name);
+
+// Bytes of a row of n elements; n must be a multiple of the block size.
+inline size_t row_bytes(Type t, int64_t n) {
+  const TypeTraits& tr = traits(t);
+  return static_cast<size_t>(n / tr.block_size) * tr.block_bytes;
+}
+
+}  // namespace ggl

@@ -1,0 +1,21 @@
+// The `latte` subcommands. Each parses its own flags (CLI11) from argv, where argv[0] is
+// "latte <name>", and returns the process exit code. Errors are reported by main().
+#pragma once
+
+namespace latte::cli {
+
+using CommandFn = int (*)(int argc, char** argv);
+
+struct Command {
+  const char* name;
+  const char* summary;
+  CommandFn run;
+};
+
+// Every subcommand, in the order `latte --help` lists them. Defined in commands.cpp.
+extern const Command kCommands[];
+extern const int kCommandCount;
+
+int cmd_info(int argc, char** argv);
+
+}  // namespace latte::cli
