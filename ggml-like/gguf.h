@@ -2,6 +2,7 @@
 // Spec: GGUF v3 (v2 is read too). Little-endian; tensor dims are listed fastest-first (ggml `ne`).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -107,6 +108,34 @@ class GgufFile {
   std::map<std::string, size_t, std::less<>> tensor_index_;
   const uint8_t* map_ = nullptr;
   size_t size_ = 0;
+};
+
+// Builds a GGUF v3 file. Tensor bytes are produced one tensor at a time while writing, so a
+// converter never holds a whole model in memory. write() goes to "<path>.tmp" and renames it
+// over <path> only when complete: an interrupted or failed write never damages <path>.
+class GgufWriter {
+ public:
+  // Fills exactly `nbytes` bytes at `dst` with the tensor's data (called once, during write()).
+  using TensorSource = std::function<void(uint8_t* dst, size_t nbytes)>;
+
+  explicit GgufWriter(uint32_t alignment = 32);
+
+  Metadata& metadata() { return metadata_; }
+  // ne is fastest-first, 1..4 dims; ne[0] must be a multiple of the type's block size.
+  void add_tensor(std::string name, Type type, std::vector<int64_t> ne, TensorSource source);
+  // Convenience: copies from memory that stays valid until write() returns.
+  void add_tensor(std::string name, Type type, std::vector<int64_t> ne, const void* data);
+
+  void write(const std::string& path);
+
+ private:
+  struct PendingTensor {
+    TensorInfo info;
+    TensorSource source;
+  };
+  uint32_t alignment_;
+  Metadata metadata_;
+  std::vector<PendingTensor> tensors_;
 };
 
 }  // namespace ggl
