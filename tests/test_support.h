@@ -2,9 +2,12 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <sys/wait.h>
 
 namespace latte::testing {
 
@@ -16,6 +19,29 @@ inline std::filesystem::path shared_dir() {
 
 inline std::filesystem::path latte_binary() { return LATTE_BINARY; }
 inline std::filesystem::path test_data_dir() { return LATTE_TEST_DATA_DIR; }
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr, interleaved as the shell merges them
+};
+
+// Runs a shell command line, capturing its merged output and exit code.
+inline CommandResult run_command(const std::string& command_line) {
+  CommandResult r;
+  FILE* pipe = ::popen((command_line + " 2>&1").c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// Runs the latte binary with the given arguments (already shell-quoted where needed).
+inline CommandResult run_latte(const std::string& args) {
+  return run_command(latte_binary().string() + " " + args);
+}
 
 }  // namespace latte::testing
 

@@ -1,14 +1,104 @@
 // `latte info FILE`: a compact, human-readable description of a GGUF file.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <map>
 
 #include "ggml-like/gguf.h"
 #include "src/cli/commands.h"
 
 namespace latte::cli {
+namespace {
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
+  return u == 0 ? fmt::format("{:.0f} {}", bytes, units[u]) : fmt::format("{:.2f} {}", bytes, units[u]);
+}
+
+std::string human_count(double n) {
+  if (n >= 1e9) return fmt::format("{:.2f}B", n / 1e9);
+  if (n >= 1e6) return fmt::format("{:.2f}M", n / 1e6);
+  if (n >= 1e3) return fmt::format("{:.1f}K", n / 1e3);
+  return fmt::format("{:.0f}", n);
+}
+
+// A scalar value as text; arrays as "[n x type]". Long strings are cut for display.
+std::string value_text(const ggl::Value& v) {
+  return std::visit(
+      [](const auto& x) -> std::string {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, ggl::Array>)
+          return fmt::format("[{} x {}]", x.items.size(), ggl::value_type_name(x.element_type));
+        else if constexpr (std::is_same_v<T, std::string>)
+          return x.size() > 60 ? fmt::format("\"{}...\" ({} chars)", x.substr(0, 40), x.size()) : '"' + x + '"';
+        else if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>)
+          return fmt::format("{}", static_cast<int>(x));
+        else
+          return fmt::format("{}", x);
+      },
+      v.data);
+}
+
+void print_hyperparameters(const ggl::Metadata& md, const std::string& arch) {
+  // Every "<arch>.*" key, with the prefix dropped, wrapped to a readable width.
+  std::vector<std::string> items;
+  for (const auto& [key, value] : md.entries())
+    if (key.size() > arch.size() + 1 && key.compare(0, arch.size() + 1, arch + ".") == 0)
+      items.push_back(fmt::format("{}={}", key.substr(arch.size() + 1), value_text(value)));
+  std::string line;
+  for (const std::string& item : items) {
+    if (!line.empty() && line.size() + item.size() > 100) {
+      fmt::print("  {}\n", line);
+      line.clear();
+    }
+    line += line.empty() ? item : "  " + item;
+  }
+  if (!line.empty()) fmt::print("  {}\n", line);
+}
+
+void print_tokenizer(const ggl::Metadata& md) {
+  std::string model = md.get_or<std::string>("tokenizer.ggml.model", "(none)");
+  std::string line = "tokenizer:     " + model;
+  if (md.has("tokenizer.ggml.pre")) line += " (pre: " + md.get<std::string>("tokenizer.ggml.pre") + ")";
+  if (const ggl::Value* tokens = md.find("tokenizer.ggml.tokens"))
+    if (const auto* arr = std::get_if<ggl::Array>(&tokens->data)) line += fmt::format(", {} tokens", arr->items.size());
+  if (const ggl::Value* merges = md.find("tokenizer.ggml.merges"))
+    if (const auto* arr = std::get_if<ggl::Array>(&merges->data)) line += fmt::format(", {} merges", arr->items.size());
+  if (md.has("tokenizer.chat_template")) line += ", chat template";
+  fmt::print("{}\n", line);
+}
+
+void print_tensor_summary(const ggl::GgufFile& file) {
+  struct Totals {
+    size_t tensors = 0, bytes = 0;
+    int64_t elements = 0;
+  };
+  std::map<std::string_view, Totals> per_type;
+  Totals all;
+  for (const ggl::TensorInfo& t : file.tensors()) {
+    Totals& tt = per_type[ggl::type_name(t.type)];
+    for (Totals* x : {&tt, &all}) x->tensors++, x->bytes += t.nbytes, x->elements += t.n_elements();
+  }
+  if (all.tensors == 0) {
+    fmt::print("tensors:       none\n");
+    return;
+  }
+  fmt::print("tensors:       {} tensors, {} parameters, {}, {:.2f} bits/weight\n", all.tensors,
+             human_count(static_cast<double>(all.elements)), human_bytes(static_cast<double>(all.bytes)),
+             8.0 * static_cast<double>(all.bytes) / static_cast<double>(all.elements));
+  for (const auto& [name, t] : per_type)
+    fmt::print("  {:<5} {:>4} tensors  {:>10}  {:>8} params  {:.2f} bits/weight\n", name, t.tensors,
+               human_bytes(static_cast<double>(t.bytes)), human_count(static_cast<double>(t.elements)),
+               8.0 * static_cast<double>(t.bytes) / static_cast<double>(t.elements));
+}
+
+}  // namespace
 
 int cmd_info(int argc, char** argv) {
-  CLI::App app{"Describe a GGUF file", argv[0]};
+  CLI::App app{"Describe a GGUF file: architecture, hyperparameters, tokenizer, tensors, sizes", argv[0]};
   std::string path;
   bool list_tensors = false;
   app.add_option("file", path, "GGUF file")->required();
@@ -16,11 +106,21 @@ int cmd_info(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   ggl::GgufFile file(path);
-  fmt::print("{}: GGUF v{}, {} tensors, {} metadata keys\n", path, file.version(), file.tensors().size(),
-             file.metadata().entries().size());
+  const ggl::Metadata& md = file.metadata();
+  fmt::print("file:          {} (GGUF v{}, {}, {} metadata keys, alignment {})\n", path, file.version(),
+             human_bytes(static_cast<double>(file.file_size())), md.entries().size(), file.alignment());
+  std::string arch = md.get_or<std::string>("general.architecture", "");
+  if (!arch.empty()) {
+    std::string name = md.get_or<std::string>("general.name", "");
+    fmt::print("architecture:  {}{}\n", arch, name.empty() ? "" : "  (" + name + ")");
+    print_hyperparameters(md, arch);
+  }
+  print_tokenizer(md);
+  print_tensor_summary(file);
+
   if (list_tensors)
-    for (const auto& t : file.tensors())
-      fmt::print("  {:<40} {:<5} [{}]\n", t.name, ggl::type_name(t.type),
+    for (const ggl::TensorInfo& t : file.tensors())
+      fmt::print("  {:<36} {:<5} [{}]\n", t.name, ggl::type_name(t.type),
                  fmt::join(std::vector<int64_t>(t.ne, t.ne + t.n_dims), ", "));
   return 0;
 }
