@@ -1,5 +1,6 @@
 // Dot products of weight rows (any weight type) with float32 activations: the inner loop of
-// every matrix multiplication. Scalar/auto-vectorised now; SIMD variants plug in behind these.
+// every matrix multiplication. Weights are decoded to float on the fly, block by block; the
+// activations stay float32 (they are never quantized here).
 #pragma once
 #include <cstdint>
 
@@ -13,5 +14,13 @@ float dot_row(Type t, const void* w_row, const float* x, int64_t n);
 // y[r] = dot(row r of w, x) for r in [0, rows); rows are row_bytes(t, n) apart. Single-threaded:
 // callers split rows across threads.
 void matvec(Type t, const void* w, int64_t rows, int64_t n, const float* x, float* y);
+
+// The batched form: several activation columns against one weight matrix, each weight row read
+// (and decoded) once for all columns. For every column c in [0, n_cols) and row r in
+// [row_begin, row_end):
+//   y[c * y_stride + r] = dot(row r of w, x + c * x_stride)
+// w has `rows` rows of n elements, row_bytes(t, n) apart. Callers thread over disjoint row ranges.
+void matmul(Type t, const void* w, int64_t rows, int64_t n, const float* x, int64_t x_stride, int64_t n_cols,
+            float* y, int64_t y_stride, int64_t row_begin, int64_t row_end);
 
 }  // namespace ggl
