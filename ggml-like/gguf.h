@@ -38,6 +38,11 @@ struct Value {
 };
 
 inline constexpr int kMaxDims = 4;
+// Arrays nested deeper than this are rejected by the reader (and never written), so a hostile
+// file cannot drive the recursive parser into a stack overflow.
+inline constexpr int kMaxArrayDepth = 8;
+// The data-section alignment when a file has no general.alignment key.
+inline constexpr uint32_t kDefaultAlignment = 32;
 
 struct TensorInfo {
   std::string name;
@@ -65,8 +70,10 @@ class Metadata {
   void erase(std::string_view key);
 
   // Supported T: any integer type (converted when the value fits), float, double, bool,
-  // std::string, std::vector<std::string>, std::vector<float>, std::vector<int32_t>,
-  // std::vector<uint32_t>, std::vector<int64_t>.
+  // std::string, std::vector<std::string>, std::vector<float>, std::vector<double>,
+  // std::vector<bool>, std::vector<int8_t/uint8_t/int32_t/uint32_t/int64_t/uint64_t>.
+  // Errors: "SOURCE: missing metadata key 'k'", "... key 'k' is string, expected u32",
+  // "... key 'k' = -1 (i32) does not fit in u32".
   template <typename T> T get(std::string_view key) const;
   template <typename T> T get_or(std::string_view key, T fallback) const {
     return has(key) ? get<T>(key) : fallback;
@@ -82,10 +89,16 @@ class Metadata {
 };
 
 // A GGUF file opened for reading. Tensor data is memory-mapped, never copied.
-// The constructor validates the whole file and throws ggl::Error("FILE: problem") on any defect.
+// The constructor validates the whole file and throws ggl::Error("FILE: problem") on any defect:
+// bad magic or version, truncation, lengths or counts beyond the file, unknown value or tensor
+// types, bad dimensions, misaligned, out-of-bounds or overlapping tensor data, duplicate names.
 class GgufFile {
  public:
   explicit GgufFile(const std::string& path);
+  // Parses GGUF bytes already in memory (tests, fuzzing). Nothing is copied: `data` must stay
+  // valid as long as the returned object; tensor data pointers point into it. `name` stands in
+  // for the file name in errors.
+  static std::unique_ptr<GgufFile> from_memory(std::string name, const void* data, size_t size);
   ~GgufFile();
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;
@@ -98,30 +111,49 @@ class GgufFile {
   // nullptr if there is no tensor of that name.
   const TensorInfo* find_tensor(std::string_view name) const;
   size_t file_size() const { return size_; }
+  // Byte offset of the data section (tensor offsets are relative to it).
+  uint64_t data_offset() const { return data_offset_; }
 
  private:
+  struct FromMemory {};
+  GgufFile(FromMemory, std::string name, const uint8_t* data, size_t size);
+  void parse();
+
   std::string path_;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   Metadata metadata_;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t, std::less<>> tensor_index_;
-  const uint8_t* map_ = nullptr;
+  const uint8_t* map_ = nullptr;  // the file's bytes (mapped, or borrowed with from_memory)
   size_t size_ = 0;
+  bool owns_mapping_ = false;
+  uint64_t data_offset_ = 0;
 };
 
 // Builds a GGUF v3 file. Tensor bytes are produced one tensor at a time while writing, so a
-// converter never holds a whole model in memory. write() goes to "<path>.tmp" and renames it
-// over <path> only when complete: an interrupted or failed write never damages <path>.
+// converter never holds a whole model in memory (only a buffer the size of the largest tensor).
+// write() goes to a temporary "<path>.tmp.*" in the same directory, fsyncs it and renames it
+// over <path> only when complete: a failed write (any exception, including one thrown by a
+// TensorSource) removes the temporary file and never touches <path>.
+//
+// Layout: header, metadata in insertion order, tensor infos in add_tensor order, then (only if
+// there are tensors) zero padding to the alignment and each tensor's data, each padded to the
+// alignment. general.alignment is written only when the alignment is not 32 (appended last
+// unless the metadata already holds it; a metadata value that differs from the writer's
+// alignment is an error). This is the layout of the reference Python writer, so rewriting a
+// file's metadata and tensors reproduces it byte for byte.
 class GgufWriter {
  public:
   // Fills exactly `nbytes` bytes at `dst` with the tensor's data (called once, during write()).
   using TensorSource = std::function<void(uint8_t* dst, size_t nbytes)>;
 
-  explicit GgufWriter(uint32_t alignment = 32);
+  // alignment: a power of two.
+  explicit GgufWriter(uint32_t alignment = kDefaultAlignment);
 
   Metadata& metadata() { return metadata_; }
-  // ne is fastest-first, 1..4 dims; ne[0] must be a multiple of the type's block size.
+  // ne is fastest-first, 1..4 dims, each >= 1; ne[0] must be a multiple of the type's block
+  // size; names must be unique, non-empty and shorter than 64 bytes (ggml's limit).
   void add_tensor(std::string name, Type type, std::vector<int64_t> ne, TensorSource source);
   // Convenience: copies from memory that stays valid until write() returns.
   void add_tensor(std::string name, Type type, std::vector<int64_t> ne, const void* data);

@@ -47,40 +47,63 @@ void Metadata::erase(std::string_view key) {
 
 namespace {
 
+// What the caller asked for, as it appears in error messages.
 template <typename T>
 constexpr std::string_view wanted_name() {
   if constexpr (std::is_same_v<T, bool>) return "bool";
+  else if constexpr (std::is_same_v<T, uint8_t>) return "u8";
+  else if constexpr (std::is_same_v<T, int8_t>) return "i8";
+  else if constexpr (std::is_same_v<T, uint16_t>) return "u16";
+  else if constexpr (std::is_same_v<T, int16_t>) return "i16";
+  else if constexpr (std::is_same_v<T, uint32_t>) return "u32";
+  else if constexpr (std::is_same_v<T, int32_t>) return "i32";
+  else if constexpr (std::is_same_v<T, uint64_t>) return "u64";
+  else if constexpr (std::is_same_v<T, int64_t>) return "i64";
   else if constexpr (std::is_integral_v<T>) return "integer";
   else if constexpr (std::is_floating_point_v<T>) return "float";
   else if constexpr (std::is_same_v<T, std::string>) return "string";
   else return "array";
 }
 
-// Converts a scalar Value to T when the stored type is compatible and the value fits.
+enum class Conversion { kOk, kWrongType, kOutOfRange };
+
+// Converts a scalar Value to T when the stored type is compatible and the value fits:
+// any integer to any integer type that holds it, f32/f64 to float/double, bool and string only as such.
 template <typename T>
-bool scalar_as(const Value& v, T& out) {
+Conversion scalar_as(const Value& v, T& out) {
   return std::visit(
-      [&](const auto& x) -> bool {
+      [&](const auto& x) -> Conversion {
         using S = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, bool>) {
-          if constexpr (std::is_same_v<S, bool>) { out = x; return true; }
-          return false;
+          if constexpr (std::is_same_v<S, bool>) { out = x; return Conversion::kOk; }
+          return Conversion::kWrongType;
         } else if constexpr (std::is_integral_v<T>) {
           if constexpr (std::is_integral_v<S> && !std::is_same_v<S, bool>) {
-            if (!std::in_range<T>(x)) return false;
+            if (!std::in_range<T>(x)) return Conversion::kOutOfRange;
             out = static_cast<T>(x);
-            return true;
+            return Conversion::kOk;
           }
-          return false;
+          return Conversion::kWrongType;
         } else if constexpr (std::is_floating_point_v<T>) {
-          if constexpr (std::is_floating_point_v<S>) { out = static_cast<T>(x); return true; }
-          return false;
+          if constexpr (std::is_floating_point_v<S>) { out = static_cast<T>(x); return Conversion::kOk; }
+          return Conversion::kWrongType;
         } else if constexpr (std::is_same_v<T, std::string>) {
-          if constexpr (std::is_same_v<S, std::string>) { out = x; return true; }
-          return false;
+          if constexpr (std::is_same_v<S, std::string>) { out = x; return Conversion::kOk; }
+          return Conversion::kWrongType;
         } else {
-          return false;
+          return Conversion::kWrongType;
         }
+      },
+      v.data);
+}
+
+// A scalar value as text for an out-of-range message (only integers reach this).
+std::string scalar_text(const Value& v) {
+  return std::visit(
+      [](const auto& x) -> std::string {
+        using S = std::decay_t<decltype(x)>;
+        if constexpr (std::is_integral_v<S> && !std::is_same_v<S, bool>) return fmt::format("{}", x);
+        else return "?";
       },
       v.data);
 }
@@ -99,19 +122,31 @@ T Metadata::get(std::string_view key) const {
   if constexpr (is_vector<T>::value) {
     using E = typename T::value_type;
     const Array* arr = std::get_if<Array>(&v.data);
-    if (!arr) fail("{}: metadata key '{}' is {}, expected an array", source_, key, value_type_name(v.type()));
+    if (!arr) fail("{}: metadata key '{}' is {}, expected an array of {}", source_, key, value_type_name(v.type()),
+                   wanted_name<E>());
     out.reserve(arr->items.size());
-    for (const Value& item : arr->items) {
+    for (size_t i = 0; i < arr->items.size(); ++i) {
       E e{};
-      if (!scalar_as(item, e))
-        fail("{}: metadata key '{}' is an array of {}, expected {} elements", source_, key,
-             value_type_name(arr->element_type), wanted_name<E>());
+      switch (scalar_as(arr->items[i], e)) {
+        case Conversion::kOk: break;
+        case Conversion::kWrongType:
+          fail("{}: metadata key '{}' is an array of {}, expected an array of {}", source_, key,
+               value_type_name(arr->element_type), wanted_name<E>());
+        case Conversion::kOutOfRange:
+          fail("{}: metadata key '{}' item {} = {} does not fit in {}", source_, key, i, scalar_text(arr->items[i]),
+               wanted_name<E>());
+      }
       out.push_back(std::move(e));
     }
   } else {
-    if (!scalar_as(v, out))
-      fail("{}: metadata key '{}' is {}, expected {}{}", source_, key, value_type_name(v.type()), wanted_name<T>(),
-           std::is_integral_v<T> && !std::is_same_v<T, bool> ? " in range" : "");
+    switch (scalar_as(v, out)) {
+      case Conversion::kOk: break;
+      case Conversion::kWrongType:
+        fail("{}: metadata key '{}' is {}, expected {}", source_, key, value_type_name(v.type()), wanted_name<T>());
+      case Conversion::kOutOfRange:
+        fail("{}: metadata key '{}' = {} ({}) does not fit in {}", source_, key, scalar_text(v),
+             value_type_name(v.type()), wanted_name<T>());
+    }
   }
   return out;
 }
@@ -133,5 +168,10 @@ template std::vector<float> Metadata::get<std::vector<float>>(std::string_view) 
 template std::vector<int32_t> Metadata::get<std::vector<int32_t>>(std::string_view) const;
 template std::vector<uint32_t> Metadata::get<std::vector<uint32_t>>(std::string_view) const;
 template std::vector<int64_t> Metadata::get<std::vector<int64_t>>(std::string_view) const;
+template std::vector<uint64_t> Metadata::get<std::vector<uint64_t>>(std::string_view) const;
+template std::vector<uint8_t> Metadata::get<std::vector<uint8_t>>(std::string_view) const;
+template std::vector<int8_t> Metadata::get<std::vector<int8_t>>(std::string_view) const;
+template std::vector<double> Metadata::get<std::vector<double>>(std::string_view) const;
+template std::vector<bool> Metadata::get<std::vector<bool>>(std::string_view) const;
 
 }  // namespace ggl
