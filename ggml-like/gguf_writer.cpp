@@ -204,6 +204,7 @@ void GgufWriter::add_tensor(std::string name, Type type, std::vector<int64_t> ne
 
 void GgufWriter::write(const std::string& path) {
   // Everything that can be validated is validated before the first byte is written.
+  if (path.empty()) fail("gguf writer: empty output path");
   std::vector<std::pair<std::string, const Value*>> entries;
   entries.reserve(metadata_.entries().size() + 1);
   for (const auto& [key, value] : metadata_.entries()) {

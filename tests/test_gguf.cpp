@@ -379,6 +379,8 @@ TEST_F(GgufTest, WriterValidatesTensorsAndMetadata) {
   expect_error([] { GgufWriter bad(48); }, "alignment 48 is not a power of two");
   expect_error([] { GgufWriter bad(0); }, "alignment 0 is not a power of two");
 
+  expect_error([&] { w.write(""); }, "empty output path");
+
   GgufWriter mixed;
   mixed.metadata().set("m", array_of(ValueType::U32, {Value{uint32_t{1}}, Value{int32_t{2}}}));
   expect_error([&] { mixed.write(path("m.gguf")); }, "metadata key 'm' item 1 is i32 in an array of u32");
