@@ -1,0 +1,138 @@
+#include "ggml-like/cpu_backend.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "ggml-like/cpu_kernels.h"
+#include "ggml-like/error.h"
+#include "ggml-like/graph_plan.h"
+
+namespace ggl {
+
+void CpuThread::barrier() const {
+#pragma omp barrier
+}
+
+size_t cpu_work_bytes(const Tensor& node, int n_threads) {
+  switch (node.op) {
+    case Op::kMulMatT: return cpu_mul_mat_t_work(node, n_threads);
+    case Op::kMulMatId: return cpu_mul_mat_id_work(node, n_threads);
+    case Op::kRope: return cpu_rope_work(node, n_threads);
+    case Op::kTopK: return cpu_top_k_work(node, n_threads);
+    case Op::kFlashAttn: return cpu_flash_attn_work(node, n_threads);
+    default: return 0;
+  }
+}
+
+void cpu_run_node(const Tensor& node, const CpuThread& th) {
+  switch (node.op) {
+    case Op::kLeaf:
+    case Op::kView: return;
+    case Op::kGetRows: return cpu_get_rows(node, th);
+    case Op::kRmsNorm: return cpu_rms_norm(node, th);
+    case Op::kAdd:
+    case Op::kMul:
+    case Op::kDiv: return cpu_binary(node, th);
+    case Op::kScale:
+    case Op::kSigmoid:
+    case Op::kSilu: return cpu_unary(node, th);
+    case Op::kSwiglu: return cpu_swiglu(node, th);
+    case Op::kSumRows: return cpu_sum_rows(node, th);
+    case Op::kSoftmax: return cpu_softmax(node, th);
+    case Op::kMulMat: return cpu_mul_mat(node, th);
+    case Op::kMulMatT: return cpu_mul_mat_t(node, th);
+    case Op::kMulMatId: return cpu_mul_mat_id(node, th);
+    case Op::kRope: return cpu_rope(node, th);
+    case Op::kTopK: return cpu_top_k(node, th);
+    case Op::kConcat: return cpu_concat(node, th);
+    case Op::kCont: return cpu_cont(node, th);
+    case Op::kCopy: return cpu_copy(node, th);
+    case Op::kFlashAttn: return cpu_flash_attn(node, th);
+  }
+}
+
+void CpuBackend::AlignedFree::operator()(uint8_t* p) const { std::free(p); }
+
+void CpuBackend::ensure(Buffer& buf, size_t& capacity, size_t bytes) {
+  if (bytes <= capacity && buf) return;
+  const size_t size = std::max<size_t>((bytes + 4095) / 4096 * 4096, 4096);
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(4096, size));
+  if (!p) fail("cpu backend: cannot allocate {} bytes for intermediate results", size);
+  buf.reset(p);
+  capacity = size;
+}
+
+CpuBackend::CpuBackend(int n_threads) : n_threads_(n_threads > 0 ? n_threads : physical_core_count()) {}
+CpuBackend::~CpuBackend() = default;
+
+void CpuBackend::compute(Graph& graph) {
+  const ArenaPlan plan = plan_arena(graph);
+  ensure(arena_, arena_size_, plan.size);
+  last_plan_ = plan.size;
+  last_naive_ = plan.naive_size;
+
+  // Place computed tensors in the arena, then resolve views and copies (creation order: a view's
+  // base always precedes it).
+  for (Tensor& t : graph.tensors()) {
+    if (plan.offset[t.index] != ArenaPlan::kNone) {
+      t.data = arena_.get() + plan.offset[t.index];
+    } else if (t.view_src) {
+      if (!t.view_src->data) fail("cpu backend: '{}' views a tensor without data", t.name);
+      t.data = t.view_src->bytes() + t.view_offset;
+    } else if (t.op == Op::kLeaf && !t.data) {
+      fail("cpu backend: leaf '{}' has no data", t.name);
+    }
+  }
+
+  const auto& nodes = graph.nodes();
+  size_t work = 0;
+  for (const Tensor* n : nodes) work = std::max(work, cpu_work_bytes(*n, n_threads_));
+  ensure(work_, work_size_, work);
+
+#pragma omp parallel num_threads(n_threads_)
+  {
+    CpuThread th;
+    th.ith = omp_get_thread_num();
+    th.nth = omp_get_num_threads();
+    th.work = work_.get();
+    th.work_bytes = work_size_;
+    for (const Tensor* n : nodes) {
+      cpu_run_node(*n, th);
+#pragma omp barrier
+    }
+  }
+}
+
+void CpuBackend::read(const Tensor& t, void* dst, size_t offset, size_t size) const {
+  if (!t.data || offset + size > t.span_bytes())
+    fail("cpu backend: reading {} bytes at {} from '{}' ({} bytes)", size, offset, t.name, t.span_bytes());
+  std::memcpy(dst, t.bytes() + offset, size);
+}
+
+int physical_core_count() {
+  // Distinct (package, core) pairs of the online CPUs; hyper-threads share a core id.
+  std::set<std::pair<std::string, std::string>> cores;
+  const unsigned n = std::thread::hardware_concurrency();
+  for (unsigned cpu = 0; cpu < std::max(n, 1u) * 2; ++cpu) {
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    std::ifstream core(dir + "core_id"), package(dir + "physical_package_id");
+    std::string c, p;
+    if (!(core >> c) || !(package >> p)) continue;
+    cores.emplace(p, c);
+  }
+  int count = static_cast<int>(cores.size());
+  if (count <= 0) count = static_cast<int>(n);
+  // Containers may expose more CPUs in sysfs than the process may use.
+  count = std::min(count, std::max(1, omp_get_num_procs()));
+  return std::max(count, 1);
+}
+
+}  // namespace ggl

@@ -1,0 +1,106 @@
+#include "ggml-like/graph_plan.h"
+
+#include <algorithm>
+#include <iterator>
+#include <limits>
+#include <map>
+
+namespace ggl {
+namespace {
+
+size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+const Tensor* storage_base(const Tensor* t) { return t->view_src ? t->view_src : t; }
+
+// Free ranges of the arena, keyed by offset, merged with their neighbours when released.
+class FreeList {
+ public:
+  size_t allocate(size_t size) {
+    auto best = blocks_.end();
+    for (auto it = blocks_.begin(); it != blocks_.end(); ++it)
+      if (it->second >= size && (best == blocks_.end() || it->second < best->second)) best = it;
+    if (best == blocks_.end()) {
+      // Grow at the top; if the last free block touches the top, extend it instead of leaving a hole.
+      size_t offset = top_;
+      if (!blocks_.empty()) {
+        auto last = std::prev(blocks_.end());
+        if (last->first + last->second == top_) {
+          offset = last->first;
+          blocks_.erase(last);
+        }
+      }
+      top_ = offset + size;
+      return offset;
+    }
+    const size_t offset = best->first;
+    const size_t rest = best->second - size;
+    blocks_.erase(best);
+    if (rest > 0) blocks_[offset + size] = rest;
+    return offset;
+  }
+
+  void release(size_t offset, size_t size) {
+    auto it = blocks_.emplace(offset, size).first;
+    auto next = std::next(it);
+    if (next != blocks_.end() && it->first + it->second == next->first) {
+      it->second += next->second;
+      blocks_.erase(next);
+    }
+    if (it != blocks_.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first + prev->second == it->first) {
+        prev->second += it->second;
+        blocks_.erase(it);
+      }
+    }
+  }
+
+  size_t top() const { return top_; }
+
+ private:
+  std::map<size_t, size_t> blocks_;
+  size_t top_ = 0;
+};
+
+}  // namespace
+
+ArenaPlan plan_arena(const Graph& graph, size_t alignment) {
+  const auto& tensors = graph.tensors();
+  const auto& nodes = graph.nodes();
+  constexpr int kForever = std::numeric_limits<int>::max();
+
+  // Last node (position in `nodes`) that reads each storage base.
+  std::vector<int> last_use(tensors.size(), -1);
+  for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+    const Tensor* n = nodes[i];
+    last_use[storage_base(n)->index] = std::max(last_use[storage_base(n)->index], i);
+    for (const Tensor* s : n->src)
+      if (s) last_use[storage_base(s)->index] = std::max(last_use[storage_base(s)->index], i);
+  }
+  for (const Tensor& t : tensors)
+    if (t.is_output) last_use[storage_base(&t)->index] = kForever;
+
+  ArenaPlan plan;
+  plan.offset.assign(tensors.size(), ArenaPlan::kNone);
+  std::vector<std::vector<const Tensor*>> dies_at(nodes.size());
+  for (const Tensor& t : tensors)
+    if (t.is_computed() && last_use[t.index] != kForever && last_use[t.index] >= 0)
+      dies_at[last_use[t.index]].push_back(&t);
+
+  FreeList arena;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Tensor* n = nodes[i];
+    if (n->is_computed()) {
+      const size_t bytes = align_up(std::max<size_t>(n->span_bytes(), 1), alignment);
+      plan.offset[n->index] = arena.allocate(bytes);
+      plan.naive_size += bytes;
+    }
+    // Results whose last reader is this node can be reused by the nodes after it.
+    for (const Tensor* t : dies_at[i])
+      arena.release(plan.offset[t->index], align_up(std::max<size_t>(t->span_bytes(), 1), alignment));
+  }
+  plan.size = arena.top();
+  return plan;
+}
+
+}  // namespace ggl

@@ -1,0 +1,153 @@
+// Matrix multiplications with weights of any type. The inner loops are ggl::matmul (dot.h), so
+// faster kernels plug in there; this file only decides which rows and columns each thread takes.
+#include <algorithm>
+#include <cstring>
+
+#include "ggml-like/cpu_kernels.h"
+#include "ggml-like/dot.h"
+#include "ggml-like/quant.h"
+
+namespace ggl {
+namespace {
+
+// Batch b (flattened over dims 2, 3 of the result) maps to a batch of an operand with fewer
+// batches by integer division, as in ggml: consecutive result batches share an operand batch.
+inline const uint8_t* batch_ptr(const Tensor& t, const Tensor& dst, int64_t b) {
+  const int64_t b2 = b % dst.ne[2], b3 = b / dst.ne[2];
+  return t.bytes() + (b2 / (dst.ne[2] / t.ne[2])) * t.nb[2] + (b3 / (dst.ne[3] / t.ne[3])) * t.nb[3];
+}
+
+}  // namespace
+
+void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
+  const Tensor& w = *dst.src[0];
+  const Tensor& x = *dst.src[1];
+  const int64_t K = w.ne[0], N = w.ne[1], M = x.ne[1];
+  const int64_t batches = dst.ne[2] * dst.ne[3];
+  const int64_t x_stride = static_cast<int64_t>(x.nb[1] / sizeof(float));
+  // Threads take contiguous ranges of the flattened (batch, output row) space.
+  auto [r0, r1] = split_range(batches * N, th.ith, th.nth);
+  for (int64_t r = r0; r < r1;) {
+    const int64_t b = r / N, n0 = r % N, n1 = std::min(N, n0 + (r1 - r));
+    float* y = reinterpret_cast<float*>(dst.bytes() + b * dst.nb[2]);  // packed: dims 2, 3 flatten
+    matmul(w.type, batch_ptr(w, dst, b), N, K, reinterpret_cast<const float*>(batch_ptr(x, dst, b)), x_stride, M, y,
+           N, n0, n1);
+    r += n1 - n0;
+  }
+}
+
+// mul_mat_t: out[n, m] = sum_k w[n, k] x[k, m]. Threads take chunks of output columns n (whole
+// quant blocks); each weight row k is decoded once per chunk and added into every activation column.
+namespace {
+int64_t transposed_chunk(const Tensor& w) { return std::max<int64_t>(64, traits(w.type).block_size); }
+}  // namespace
+
+size_t cpu_mul_mat_t_work(const Tensor& dst, int n_threads) {
+  return scratch_size(transposed_chunk(*dst.src[0]) * sizeof(float)) * n_threads;
+}
+
+void cpu_mul_mat_t(const Tensor& dst, const CpuThread& th) {
+  const Tensor& w = *dst.src[0];
+  const Tensor& x = *dst.src[1];
+  const int64_t N = w.ne[0], K = w.ne[1], M = x.ne[1];
+  const int64_t chunk = transposed_chunk(w);
+  const int64_t chunks = (N + chunk - 1) / chunk;
+  const int64_t batches = dst.ne[2] * dst.ne[3];
+  float* tmp = th.scratch<float>(scratch_size(chunk * sizeof(float)));
+  auto [i0, i1] = split_range(batches * chunks, th.ith, th.nth);
+  for (int64_t item = i0; item < i1; ++item) {
+    const int64_t b = item / chunks;
+    const int64_t n0 = (item % chunks) * chunk, n1 = std::min(N, n0 + chunk), len = n1 - n0;
+    const uint8_t* wb = batch_ptr(w, dst, b);
+    const uint8_t* xb = batch_ptr(x, dst, b);
+    float* y = reinterpret_cast<float*>(dst.bytes() + b * dst.nb[2]);
+    for (int64_t m = 0; m < M; ++m) std::memset(y + m * N + n0, 0, len * sizeof(float));
+    const size_t col_offset = row_bytes(w.type, n0);
+    for (int64_t k = 0; k < K; ++k) {
+      dequantize_row(w.type, wb + k * w.nb[1] + col_offset, tmp, len);
+      for (int64_t m = 0; m < M; ++m) {
+        const float a = reinterpret_cast<const float*>(xb + m * x.nb[1])[k];
+        float* ym = y + m * N + n0;
+        for (int64_t j = 0; j < len; ++j) ym[j] += a * tmp[j];
+      }
+    }
+  }
+}
+
+// mul_mat_id: every thread takes the same share of output rows of every expert in use and walks
+// the (slot, token) pairs routed to that expert in tiles, gathering their activation columns so
+// each weight row is decoded once per tile.
+namespace {
+constexpr int64_t kIdTile = 8;
+
+struct IdLayout {
+  size_t counts, pairs, xtile, ytile, per_thread;
+};
+
+IdLayout id_layout(const Tensor& dst) {
+  const Tensor& w = *dst.src[0];
+  const Tensor& ids = *dst.src[2];
+  const int64_t E = w.ne[2], P = ids.ne[0] * ids.ne[1];
+  IdLayout l{};
+  l.counts = 0;
+  l.pairs = scratch_size((2 * E + 1) * sizeof(int32_t));  // starts, then fill cursors
+  l.xtile = l.pairs + scratch_size(P * sizeof(int32_t));
+  l.ytile = l.xtile + scratch_size(kIdTile * w.ne[0] * sizeof(float));
+  l.per_thread = l.ytile + scratch_size(kIdTile * w.ne[1] * sizeof(float));
+  return l;
+}
+}  // namespace
+
+size_t cpu_mul_mat_id_work(const Tensor& dst, int n_threads) { return id_layout(dst).per_thread * n_threads; }
+
+void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
+  const Tensor& w = *dst.src[0];
+  const Tensor& x = *dst.src[1];
+  const Tensor& ids = *dst.src[2];
+  const int64_t K = w.ne[0], N = w.ne[1], E = w.ne[2];
+  const int64_t k_used = ids.ne[0], T = ids.ne[1], S = x.ne[1];
+  const IdLayout l = id_layout(dst);
+  uint8_t* mine = th.work + static_cast<size_t>(th.ith) * l.per_thread;
+  auto* start = reinterpret_cast<int32_t*>(mine + l.counts);  // start[e] .. start[e+1]: pairs of expert e
+  auto* pairs = reinterpret_cast<int32_t*>(mine + l.pairs);   // pair = slot + k_used * token
+  auto* xt = reinterpret_cast<float*>(mine + l.xtile);
+  auto* yt = reinterpret_cast<float*>(mine + l.ytile);
+
+  // Counting sort of the pairs by expert (every thread builds the same table; it is tiny).
+  std::fill(start, start + E + 1, 0);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < k_used; ++i) {
+      const int32_t e = ids.i32_row(t)[i];
+      if (e >= 0 && e < E) ++start[e + 1];
+    }
+  for (int64_t e = 0; e < E; ++e) start[e + 1] += start[e];
+  int32_t* fill = start + E + 1;
+  std::copy(start, start + E, fill);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < k_used; ++i) {
+      const int32_t e = ids.i32_row(t)[i];
+      if (e >= 0 && e < E) pairs[fill[e]++] = static_cast<int32_t>(i + k_used * t);
+    }
+
+  auto [n0, n1] = split_range(N, th.ith, th.nth);
+  if (n0 >= n1) return;
+  const int64_t rows = n1 - n0;
+  const size_t rb = row_bytes(w.type, K);
+  for (int64_t e = 0; e < E; ++e) {
+    const uint8_t* we = w.bytes() + e * w.nb[2] + n0 * rb;
+    for (int64_t p0 = start[e]; p0 < start[e + 1]; p0 += kIdTile) {
+      const int64_t cols = std::min<int64_t>(kIdTile, start[e + 1] - p0);
+      for (int64_t c = 0; c < cols; ++c) {
+        const int64_t slot = pairs[p0 + c] % k_used, t = pairs[p0 + c] / k_used;
+        std::memcpy(xt + c * K, x.f32_row(slot % S, t), K * sizeof(float));
+      }
+      matmul(w.type, we, rows, K, xt, K, cols, yt, rows, 0, rows);
+      for (int64_t c = 0; c < cols; ++c) {
+        const int64_t slot = pairs[p0 + c] % k_used, t = pairs[p0 + c] / k_used;
+        std::memcpy(dst.f32_row(slot, t) + n0, yt + c * rows, rows * sizeof(float));
+      }
+    }
+  }
+}
+
+}  // namespace ggl
