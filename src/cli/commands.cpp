@@ -4,6 +4,8 @@ namespace latte::cli {
 
 const Command kCommands[] = {
     {"info", "describe a GGUF file: architecture, hyperparameters, tensors, sizes", cmd_info},
+    {"convert", "convert a Hugging Face model directory (safetensors) to GGUF", cmd_convert},
+    {"quantize", "re-quantize a GGUF file's weights (q8_0, q4_0, q4_1, f16, ...)", cmd_quantize},
 };
 const int kCommandCount = static_cast<int>(sizeof(kCommands) / sizeof(kCommands[0]));
 

@@ -1,0 +1,45 @@
+#include "convert/model_plan.h"
+
+#include <limits>
+
+namespace latte::convert {
+namespace {
+
+struct Family {
+  const char* hf_architecture;
+  ModelPlan (*plan)(const JsonObject&, const SafetensorsCheckpoint&, const PlanOptions&);
+};
+
+constexpr Family kFamilies[] = {
+    {"DeepseekV2ForCausalLM", plan_deepseek2},
+    {"DeepseekV3ForCausalLM", plan_deepseek2},
+    {"LlamaForCausalLM", plan_llama},
+};
+
+}  // namespace
+
+ModelPlan plan_model(const JsonObject& config, const SafetensorsCheckpoint& ckpt, const PlanOptions& opts) {
+  std::string supported;
+  for (const Family& f : kFamilies) supported += (supported.empty() ? "" : ", ") + std::string(f.hf_architecture);
+  auto it = config.raw().find("architectures");
+  if (it == config.raw().end() || !it->is_array() || it->empty() || !(*it)[0].is_string())
+    ggl::fail("{}: missing key 'architectures' (a list naming the model class; supported: {})", config.source(),
+              supported);
+  const std::string arch = (*it)[0].get<std::string>();
+  for (const Family& f : kFamilies)
+    if (arch == f.hf_architecture) return f.plan(config, ckpt, opts);
+  ggl::fail("{}: unsupported architecture {}; supported: {}", config.source(), arch, supported);
+}
+
+void put_u32(ggl::Metadata& md, std::string key, int64_t v) {
+  if (v < 0 || v > std::numeric_limits<uint32_t>::max())
+    ggl::fail("config.json: value {} for {} does not fit in u32", v, key);
+  md.set(std::move(key), ggl::Value{static_cast<uint32_t>(v)});
+}
+void put_f32(ggl::Metadata& md, std::string key, double v) {
+  md.set(std::move(key), ggl::Value{static_cast<float>(v)});
+}
+void put_bool(ggl::Metadata& md, std::string key, bool v) { md.set(std::move(key), ggl::Value{v}); }
+void put_str(ggl::Metadata& md, std::string key, std::string v) { md.set(std::move(key), ggl::Value{std::move(v)}); }
+
+}  // namespace latte::convert
