@@ -4,6 +4,7 @@ namespace latte::cli {
 
 const Command kCommands[] = {
     {"info", "describe a GGUF file: architecture, hyperparameters, tensors, sizes", cmd_info},
+    {"tokenize", "print the token ids of a text under a model's tokenizer", cmd_tokenize},
     {"convert", "convert a Hugging Face model directory (safetensors) to GGUF", cmd_convert},
     {"quantize", "re-quantize a GGUF file's weights (q8_0, q4_0, q4_1, f16, ...)", cmd_quantize},
 };

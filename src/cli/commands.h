@@ -17,6 +17,7 @@ extern const Command kCommands[];
 extern const int kCommandCount;
 
 int cmd_info(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
 int cmd_convert(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 
