@@ -214,14 +214,15 @@ void dot_tile(const uint8_t* const* rows, int64_t n, const float* const* xs, flo
 
   const int64_t chunks = n / kChunk;
   for (int64_t k = 0; k < chunks; ++k) {
-    Floats x[C][kVecsPerChunk];
-    for (int c = 0; c < C; ++c)
-      for (int v = 0; v < kVecsPerChunk; ++v) x[c][v] = Floats::load_unaligned(xs[c] + k * kChunk + v * kLanes);
-    for (int r = 0; r < R; ++r) {
-      Floats w[kVecsPerChunk];
-      Decode::chunk(rows[r] + k * Decode::kChunkBytes, w);
-      for (int c = 0; c < C; ++c)
-        for (int v = 0; v < kVecsPerChunk; ++v) acc[r][c] = xsimd::fma(w[v], x[c][v], acc[r][c]);
+    // Decode the R rows' chunks first, then stream each column's activations past them: the
+    // activations (possibly from L2 when there are several columns) are loaded once per chunk.
+    Floats w[R][kVecsPerChunk];
+    for (int r = 0; r < R; ++r) Decode::chunk(rows[r] + k * Decode::kChunkBytes, w[r]);
+    for (int c = 0; c < C; ++c) {
+      for (int v = 0; v < kVecsPerChunk; ++v) {
+        const Floats x = Floats::load_unaligned(xs[c] + k * kChunk + v * kLanes);
+        for (int r = 0; r < R; ++r) acc[r][c] = xsimd::fma(w[r][v], x, acc[r][c]);
+      }
     }
   }
 
@@ -253,7 +254,8 @@ void rows_times_columns(const uint8_t* w, size_t row_stride, int64_t n, const fl
   while (r0 < row_end) run.template operator()<1>();
 }
 
-// Register budget (32 vectors with AVX-512): R * C accumulators + C * kVecsPerChunk activations.
+// Tile shapes for the register budget (32 vectors with AVX-512): R * C accumulators plus
+// R * kVecsPerChunk decoded weights plus the activation vector in use.
 template <class Decode>
 void matmul_rows(const uint8_t* w, size_t row_stride, int64_t n, const float* x, int64_t x_stride, int64_t n_cols,
                  float* y, int64_t y_stride, int64_t row_begin, int64_t row_end) {
@@ -267,7 +269,7 @@ void matmul_rows(const uint8_t* w, size_t row_stride, int64_t n, const float* x,
     }
     switch (cols) {
       case 1: rows_times_columns<Decode, 8, 1>(w, row_stride, n, xs, ys, row_begin, row_end); break;
-      case 2: rows_times_columns<Decode, 8, 2>(w, row_stride, n, xs, ys, row_begin, row_end); break;
+      case 2: rows_times_columns<Decode, 4, 2>(w, row_stride, n, xs, ys, row_begin, row_end); break;
       case 3: rows_times_columns<Decode, 4, 3>(w, row_stride, n, xs, ys, row_begin, row_end); break;
       default: rows_times_columns<Decode, 4, 4>(w, row_stride, n, xs, ys, row_begin, row_end); break;
     }
@@ -305,10 +307,23 @@ void matvec(Type t, const void* w, int64_t rows, int64_t n, const float* x, floa
   matmul(t, w, rows, n, x, n, 1, y, rows, 0, rows);
 }
 
+// Called per (query, key) pair by attention, so it skips matmul's tiling and range checks.
 float dot_row(Type t, const void* w_row, const float* x, int64_t n) {
-  float y = 0.0f;
-  matmul(t, w_row, 1, n, x, n, 1, &y, 1, 0, 1);
-  return y;
+  const auto* row = static_cast<const uint8_t*>(w_row);
+  float out[1][1];
+  switch (t) {
+    case Type::F32: dot_tile<DecodeF32, 1, 1>(&row, n, &x, out); return out[0][0];
+    case Type::F16: dot_tile<DecodeF16, 1, 1>(&row, n, &x, out); return out[0][0];
+    case Type::BF16: dot_tile<DecodeBF16, 1, 1>(&row, n, &x, out); return out[0][0];
+    default: break;
+  }
+  check_shape("dot_row", t, n);
+  switch (t) {
+    case Type::Q8_0: dot_tile<DecodeQ8_0, 1, 1>(&row, n, &x, out); return out[0][0];
+    case Type::Q4_0: dot_tile<DecodeQ4_0, 1, 1>(&row, n, &x, out); return out[0][0];
+    case Type::Q4_1: dot_tile<DecodeQ4_1, 1, 1>(&row, n, &x, out); return out[0][0];
+    default: return 0.0f;  // rejected by check_shape
+  }
 }
 
 }  // namespace ggl
