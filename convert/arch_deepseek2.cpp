@@ -77,6 +77,7 @@ ModelPlan plan_deepseek2(const JsonObject& cfg, const SafetensorsCheckpoint& ckp
   // Mixture of experts. A config without n_routed_experts is a dense model.
   const bool moe = cfg.has("n_routed_experts");
   int64_t n_expert = 0, n_expert_used = 0, n_shared = 0, moe_ff = 0, n_dense = n_layer;
+  int64_t n_group = 1, topk_group = 1;
   std::string scoring = "softmax";
   if (moe) {
     n_expert = positive(cfg, "n_routed_experts");
@@ -95,11 +96,35 @@ ModelPlan plan_deepseek2(const JsonObject& cfg, const SafetensorsCheckpoint& ckp
                 cfg.source(), cfg.get_int("moe_layer_freq"));
     if (scoring != "softmax" && scoring != "sigmoid")
       ggl::fail("{}: scoring_func '{}' is not supported (softmax or sigmoid)", cfg.source(), scoring);
-    if (cfg.int_or("n_group", 1) > 1 && cfg.int_or("topk_group", 1) < cfg.int_or("n_group", 1))
-      plan.notices.push_back(fmt::format(
-          "group-limited routing (n_group {}, topk_group {}) is not stored in GGUF; experts are chosen over all "
-          "groups, as llama.cpp-family engines do",
-          cfg.get_int("n_group"), cfg.get_int("topk_group")));
+    // Group-limited routing: V3 (noaux_tc) ranks groups by the sum of their two best biased
+    // scores, which is what GGUF's expert_group_count / expert_group_used_count mean. V2's
+    // group_limited_greedy ranks by the single best score and has no GGUF representation.
+    n_group = cfg.int_or("n_group", 1);
+    topk_group = cfg.int_or("topk_group", n_group);
+    if (n_group > 1 && topk_group < n_group) {
+      if (n_expert % n_group != 0 || topk_group <= 0)
+        ggl::fail("{}: n_group {} / topk_group {} do not divide n_routed_experts {}", cfg.source(), n_group,
+                  topk_group, n_expert);
+      if (cfg.opt_string("topk_method").value_or("") != "noaux_tc") {
+        plan.notices.push_back(fmt::format(
+            "topk_method '{}' with n_group {} / topk_group {} has no GGUF form; experts are chosen over all groups",
+            cfg.opt_string("topk_method").value_or(""), n_group, topk_group));
+        n_group = topk_group = 1;
+      }
+    } else {
+      n_group = topk_group = 1;
+    }
+  }
+  // Routing weights: both versions normalise the top-k weights only when k > 1. V3 then always
+  // multiplies by routed_scaling_factor; V2's modelling code multiplies only when it does not
+  // normalise, so a normalising V2 model is stored with scale 1.
+  const bool norm_topk = moe && n_expert_used > 1 && cfg.bool_or("norm_topk_prob", false);
+  double expert_scale = cfg.float_or("routed_scaling_factor", 1.0);
+  const bool is_v2 = cfg.raw()["architectures"][0] == "DeepseekV2ForCausalLM";
+  if (is_v2 && norm_topk && expert_scale != 1.0) {
+    plan.notices.push_back(fmt::format(
+        "DeepSeek-V2 ignores routed_scaling_factor {} when norm_topk_prob is set: stored as 1", expert_scale));
+    expert_scale = 1.0;
   }
   const bool split_kv_b = opts.mla_layout == MlaLayout::KbVb;
 
@@ -132,9 +157,13 @@ ModelPlan plan_deepseek2(const JsonObject& cfg, const SafetensorsCheckpoint& ckp
     put_u32(md, a + ".expert_feed_forward_length", moe_ff);
     put_u32(md, a + ".expert_count", n_expert);
     put_u32(md, a + ".expert_shared_count", n_shared);
-    put_f32(md, a + ".expert_weights_scale", cfg.float_or("routed_scaling_factor", 1.0));
-    put_bool(md, a + ".expert_weights_norm", cfg.bool_or("norm_topk_prob", false));
+    put_f32(md, a + ".expert_weights_scale", expert_scale);
+    put_bool(md, a + ".expert_weights_norm", norm_topk);
     put_u32(md, a + ".expert_gating_func", scoring == "softmax" ? 1 : 2);
+    if (n_group > 1) {
+      put_u32(md, a + ".expert_group_count", n_group);
+      put_u32(md, a + ".expert_group_used_count", topk_group);
+    }
   }
   put_u32(md, a + ".rope.dimension_count", rope);
   add_rope_scaling(cfg, a, md);
