@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -17,9 +18,38 @@
 
 namespace ggl {
 
-void CpuThread::barrier() const {
-#pragma omp barrier
-}
+// A barrier that spins briefly and then yields the core: threads arriving early must not burn
+// the time slice of a thread that is still working (or waiting to be scheduled) on a busy machine.
+class CpuBarrier {
+ public:
+  explicit CpuBarrier(int n) : n_(n) {}
+  void wait() {
+    if (n_ == 1) return;
+    const unsigned gen = generation_.load(std::memory_order_acquire);
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) == n_ - 1) {
+      arrived_.store(0, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
+      return;
+    }
+    for (int spins = 0; generation_.load(std::memory_order_acquire) == gen; ++spins) {
+      if (spins < kSpins) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  }
+
+ private:
+  static constexpr int kSpins = 2000;
+  const int n_;
+  std::atomic<int> arrived_{0};
+  std::atomic<unsigned> generation_{0};
+};
+
+void CpuThread::barrier() const { team_barrier->wait(); }
 
 size_t cpu_work_bytes(const Tensor& node, int n_threads) {
   switch (node.op) {
@@ -29,6 +59,22 @@ size_t cpu_work_bytes(const Tensor& node, int n_threads) {
     case Op::kTopK: return cpu_top_k_work(node, n_threads);
     case Op::kFlashAttn: return cpu_flash_attn_work(node, n_threads);
     default: return 0;
+  }
+}
+
+double cpu_node_cost(const Tensor& node) {
+  const auto d = [](int64_t v) { return static_cast<double>(v); };
+  switch (node.op) {
+    case Op::kLeaf:
+    case Op::kView: return 0;
+    case Op::kMulMat: return d(node.n_elements()) * d(node.src[0]->ne[0]);
+    case Op::kMulMatT: return d(node.n_elements()) * d(node.src[0]->ne[1]);
+    case Op::kMulMatId: return d(node.n_elements()) * d(node.src[0]->ne[0]);
+    case Op::kFlashAttn: {
+      const Tensor& q = *node.src[0];
+      return d(q.ne[1]) * d(q.ne[2]) * d(node.src[1]->ne[2]) * d(q.ne[0] + node.ne[0]);
+    }
+    default: return d(node.n_elements());
   }
 }
 
@@ -70,6 +116,16 @@ void CpuBackend::ensure(Buffer& buf, size_t& capacity, size_t bytes) {
   capacity = size;
 }
 
+int CpuBackend::threads_for(const Graph& graph) const {
+  // Multiply-adds (or element operations) per thread below which another thread costs more in
+  // synchronisation than it saves.
+  constexpr double kWorkPerThread = 512.0 * 1024.0;
+  double work = 0;
+  for (const Tensor* n : graph.nodes()) work += cpu_node_cost(*n);
+  const double wanted = std::max(1.0, work / kWorkPerThread);
+  return static_cast<int>(std::min<double>(n_threads_, wanted));
+}
+
 CpuBackend::CpuBackend(int n_threads) : n_threads_(n_threads > 0 ? n_threads : physical_core_count()) {}
 CpuBackend::~CpuBackend() = default;
 
@@ -97,16 +153,33 @@ void CpuBackend::compute(Graph& graph) {
   for (const Tensor* n : nodes) work = std::max(work, cpu_work_bytes(*n, n_threads_));
   ensure(work_, work_size_, work);
 
-#pragma omp parallel num_threads(n_threads_)
+  const int team = threads_for(graph);
+  last_threads_ = team;
+  if (team == 1) {
+    CpuBarrier none(1);
+    CpuThread th;
+    th.work = work_.get();
+    th.work_bytes = work_size_;
+    th.team_barrier = &none;
+    for (const Tensor* n : nodes) cpu_run_node(*n, th);
+    return;
+  }
+  std::unique_ptr<CpuBarrier> barrier;
+#pragma omp parallel num_threads(team)
   {
+#pragma omp single
+    barrier = std::make_unique<CpuBarrier>(omp_get_num_threads());
+    // (the implicit barrier after `single` publishes it)
     CpuThread th;
     th.ith = omp_get_thread_num();
     th.nth = omp_get_num_threads();
     th.work = work_.get();
     th.work_bytes = work_size_;
+    th.team_barrier = barrier.get();
     for (const Tensor* n : nodes) {
+      if (n->op == Op::kView || n->op == Op::kLeaf) continue;
       cpu_run_node(*n, th);
-#pragma omp barrier
+      th.barrier();
     }
   }
 }

@@ -21,6 +21,7 @@ class CpuBackend final : public Backend {
   void read(const Tensor& t, void* dst, size_t offset, size_t size) const override;
 
   int n_threads() const { return n_threads_; }
+  int last_threads() const { return last_threads_; }       // threads the last graph ran on
   size_t arena_bytes() const { return arena_size_; }       // current arena capacity
   size_t last_plan_bytes() const { return last_plan_; }    // what the last graph needed
   size_t last_naive_bytes() const { return last_naive_; }  // ... without reuse
@@ -31,6 +32,8 @@ class CpuBackend final : public Backend {
   };
   using Buffer = std::unique_ptr<uint8_t, AlignedFree>;
   static void ensure(Buffer& buf, size_t& capacity, size_t bytes);
+  // Fewer threads for small graphs: each thread must get enough work to pay for its barriers.
+  int threads_for(const Graph& graph) const;
 
   int n_threads_;
   Buffer arena_;
@@ -39,6 +42,7 @@ class CpuBackend final : public Backend {
   size_t work_size_ = 0;
   size_t last_plan_ = 0;
   size_t last_naive_ = 0;
+  int last_threads_ = 0;
 };
 
 // Physical cores of this machine (hyper-threads not counted); at least 1.

@@ -11,13 +11,16 @@
 
 namespace ggl {
 
+class CpuBarrier;
+
 struct CpuThread {
   int ith = 0;
   int nth = 1;
   uint8_t* work = nullptr;  // shared by the team
   size_t work_bytes = 0;
+  CpuBarrier* team_barrier = nullptr;
 
-  // Every thread of the team must call it (it is an OpenMP barrier).
+  // Every thread of the team must call it.
   void barrier() const;
   // This thread's slice of a per-thread scratch area of `per_thread` bytes starting at `offset`.
   template <class T>
@@ -39,6 +42,8 @@ inline std::pair<int64_t, int64_t> split_range(int64_t n, int ith, int nth) {
 
 // Dispatch: scratch bytes a node needs for a team of n_threads, and running it.
 size_t cpu_work_bytes(const Tensor& node, int n_threads);
+// Rough multiply-add count of a node (decides how many threads a graph is worth).
+double cpu_node_cost(const Tensor& node);
 void cpu_run_node(const Tensor& node, const CpuThread& th);
 
 // op_elementwise.cpp

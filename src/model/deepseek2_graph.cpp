@@ -1,0 +1,162 @@
+// DeepSeek-V2/V3: multi-head latent attention over a cache of compressed latents, DeepSeekMoE.
+//
+// Per token and layer only [normalised latent c (kv_lora) ; rotated shared rope key (qk_rope)] is
+// cached. Attention runs one of two ways (forward.h, MlaMode):
+//   absorbed: q_abs = W_UK^T q_nope per head; scores = q_abs . c + q_pe . k_pe, i.e. MQA with one
+//             KV head whose K row is the whole cached row and whose V row is its latent part;
+//             out = W_O (W_UV (softmax-weighted sum of latents)).
+//   naive:    k_nope = W_UK c, v = W_UV c for every visible token, then ordinary MHA with keys
+//             [k_nope ; k_pe] and queries [q_nope ; q_pe].
+// Both give the same result up to rounding (tests/test_forward_mla.cpp).
+#include <cmath>
+
+#include "src/model/graph_blocks.h"
+
+namespace latte {
+namespace {
+
+struct MlaRope {
+  ggl::RopeParams params;
+  float kq_scale;
+};
+
+// YaRN as the reference engine applies it to DeepSeek: rotated values keep unit magnitude and
+// the attention temperature goes into the softmax scale as mscale^2, with
+// mscale = 1 + yarn_log_multiplier * ln(factor).
+MlaRope mla_rope(const Hparams& hp) {
+  MlaRope r;
+  ggl::RopeParams& p = r.params;
+  p.n_rot = static_cast<int>(hp.mla.qk_rope);
+  p.freq_base = hp.rope.freq_base;
+  p.freq_scale = 1.0f / hp.rope.factor;
+  float mscale = 1.0f;
+  if (hp.rope.scaling == RopeScaling::kYarn) {
+    p.ext_factor = 1.0f;
+    p.n_ctx_orig = static_cast<int>(hp.rope.original_context);
+    mscale = 1.0f + hp.rope.yarn_log_multiplier * std::log(hp.rope.factor);
+  }
+  r.kq_scale = mscale * mscale / std::sqrt(static_cast<float>(hp.mla.qk_nope + hp.mla.qk_rope));
+  return r;
+}
+
+// Views of the per-head parts of attn_kv_b ([kv_lora, n_head * (nope + v)]): rows h*(nope+v) + j.
+ggl::Tensor* kv_b_part(ggl::Graph& g, ggl::Tensor* kv_b, int64_t rows, int64_t first_row, const MlaConfig& m,
+                       int64_t n_head) {
+  const size_t row = kv_b->nb[1], head = row * static_cast<size_t>(m.qk_nope + m.v_head_dim);
+  return g.view(kv_b, {m.kv_lora_rank, rows, n_head, 1}, {kv_b->nb[0], row, head, head * n_head}, first_row * row);
+}
+
+struct Projections {
+  ggl::Tensor* q_nope;  // [nope, H, T] (view)
+  ggl::Tensor* q_pe;    // [rope, H, T] rotated
+};
+
+Projections project_queries(const ForwardContext& c, const LayerWeights& l, ggl::Tensor* x, const MlaRope& rope) {
+  ggl::Graph& g = c.g;
+  const MlaConfig& m = c.hp.mla;
+  const int64_t H = c.hp.n_head, T = c.n_tokens;
+  ggl::Tensor* q = l.wq ? g.mul_mat(weight(g, l.wq), x)
+                        : g.mul_mat(weight(g, l.wq_b), norm(g, g.mul_mat(weight(g, l.wq_a), x), l.wq_a_norm, c.hp.rms_eps));
+  ggl::Tensor* q3 = g.reshape(q, {m.qk_nope + m.qk_rope, H, T, 1});
+  Projections p;
+  p.q_nope = g.view(q3, {m.qk_nope, H, T, 1}, {q3->nb[0], q3->nb[1], q3->nb[2], q3->nb[3]}, 0);
+  ggl::Tensor* pe = g.view(q3, {m.qk_rope, H, T, 1}, {q3->nb[0], q3->nb[1], q3->nb[2], q3->nb[3]},
+                           m.qk_nope * sizeof(float));
+  p.q_pe = g.rope(pe, c.positions, rope.params);
+  return p;
+}
+
+// Computes this batch's latents and rope keys and writes them into cache rows n_past...
+void write_latents(const ForwardContext& c, const LayerWeights& l, ggl::Tensor* x, ggl::Tensor* cache,
+                   const MlaRope& rope) {
+  ggl::Graph& g = c.g;
+  const MlaConfig& m = c.hp.mla;
+  const int64_t T = c.n_tokens;
+  ggl::Tensor* kv = g.mul_mat(weight(g, l.wkv_a_mqa), x);  // [kv_lora + rope, T]
+  const size_t kvrow = kv->nb[1];
+  ggl::Tensor* latent = norm(g, g.view(kv, {m.kv_lora_rank, T, 1, 1}, {kv->nb[0], kvrow, kvrow * T, kvrow * T}, 0),
+                             l.wkv_a_norm, c.hp.rms_eps);
+  ggl::Tensor* k_pe = g.rope(g.view(kv, {m.qk_rope, 1, T, 1}, {kv->nb[0], kvrow, kvrow, kvrow * T},
+                                    m.kv_lora_rank * sizeof(float)),
+                             c.positions, rope.params);  // [rope, 1, T]
+
+  const size_t row = cache->nb[1], at = static_cast<size_t>(c.batch.n_past) * row;
+  const size_t pe_offset = ggl::row_bytes(cache->type, m.kv_lora_rank);
+  g.copy(latent, g.view(cache, {m.kv_lora_rank, T, 1, 1}, {cache->nb[0], row, row * T, row * T}, at));
+  g.copy(g.reshape(k_pe, {m.qk_rope, T, 1, 1}),
+         g.view(cache, {m.qk_rope, T, 1, 1}, {cache->nb[0], row, row * T, row * T}, at + pe_offset));
+}
+
+ggl::Tensor* attend_absorbed(const ForwardContext& c, const LayerWeights& l, const Projections& p,
+                             ggl::Tensor* cache, const MlaRope& rope) {
+  ggl::Graph& g = c.g;
+  const MlaConfig& m = c.hp.mla;
+  const int64_t H = c.hp.n_head, T = c.n_tokens, L = m.kv_lora_rank;
+  ggl::Tensor* q_nope = g.permute(p.q_nope, 0, 2, 1, 3);  // [nope, T, H]
+  ggl::Tensor* q_abs = l.wk_b ? g.mul_mat(weight(g, l.wk_b), q_nope)                                  // [L, T, H]
+                              : g.mul_mat_t(kv_b_part(g, weight(g, l.wkv_b), m.qk_nope, 0, m, H), q_nope);
+  ggl::Tensor* q = g.concat(g.permute(q_abs, 0, 2, 1, 3), p.q_pe, 0);  // [L + rope, H, T]
+
+  const size_t row = cache->nb[1];
+  ggl::Tensor* K = g.view(cache, {L + m.qk_rope, 1, c.n_kv, 1}, {cache->nb[0], row, row, row * c.n_kv}, 0);
+  ggl::Tensor* V = g.view(cache, {L, 1, c.n_kv, 1}, {cache->nb[0], row, row, row * c.n_kv}, 0);
+  ggl::Tensor* o = g.flash_attn(q, K, V, c.positions, rope.kq_scale);  // [L, H, T]
+
+  ggl::Tensor* o_heads = g.permute(o, 0, 2, 1, 3);  // [L, T, H]
+  ggl::Tensor* v = l.wv_b ? g.mul_mat(weight(g, l.wv_b), o_heads)  // [v, T, H]
+                          : g.mul_mat(kv_b_part(g, weight(g, l.wkv_b), m.v_head_dim, m.qk_nope, m, H), o_heads);
+  return g.reshape(g.cont(g.permute(v, 0, 2, 1, 3)), {m.v_head_dim * H, T, 1, 1});
+}
+
+ggl::Tensor* attend_naive(const ForwardContext& c, const LayerWeights& l, const Projections& p, ggl::Tensor* cache,
+                          const MlaRope& rope) {
+  ggl::Graph& g = c.g;
+  const MlaConfig& m = c.hp.mla;
+  const int64_t H = c.hp.n_head, T = c.n_tokens, N = c.n_kv, L = m.kv_lora_rank;
+  const size_t row = cache->nb[1];
+  ggl::Tensor* latents = g.cont(g.view(cache, {L, N, 1, 1}, {cache->nb[0], row, row * N, row * N}, 0));  // [L, N]
+  ggl::Tensor* k_pe = g.cont(g.view(cache, {m.qk_rope, 1, N, 1}, {cache->nb[0], row, row, row * N},
+                                    ggl::row_bytes(cache->type, L)));  // [rope, 1, N]
+  ggl::Tensor* k_nope;  // [nope, H, N]
+  ggl::Tensor* v;       // [v, H, N]
+  if (l.wkv_b) {
+    ggl::Tensor* kv = g.reshape(g.mul_mat(weight(g, l.wkv_b), latents), {m.qk_nope + m.v_head_dim, H, N, 1});
+    k_nope = g.view(kv, {m.qk_nope, H, N, 1}, {kv->nb[0], kv->nb[1], kv->nb[2], kv->nb[3]}, 0);
+    v = g.view(kv, {m.v_head_dim, H, N, 1}, {kv->nb[0], kv->nb[1], kv->nb[2], kv->nb[3]}, m.qk_nope * sizeof(float));
+  } else {
+    k_nope = g.permute(g.mul_mat_t(weight(g, l.wk_b), latents), 0, 2, 1, 3);  // [nope, N, H] -> [nope, H, N]
+    v = g.permute(g.mul_mat(weight(g, l.wv_b), latents), 0, 2, 1, 3);         // [v, N, H] -> [v, H, N]
+  }
+  ggl::Tensor* K = g.concat(k_nope, k_pe, 0);         // [nope + rope, H, N], k_pe shared by all heads
+  ggl::Tensor* q = g.concat(p.q_nope, p.q_pe, 0);      // [nope + rope, H, T]
+  ggl::Tensor* o = g.flash_attn(q, K, v, c.positions, rope.kq_scale);  // [v, H, T]
+  return g.reshape(o, {m.v_head_dim * H, T, 1, 1});
+}
+
+}  // namespace
+
+ggl::Tensor* build_deepseek2(const ForwardContext& c) {
+  ggl::Graph& g = c.g;
+  const Hparams& hp = c.hp;
+  const ModelWeights& w = c.model.weights();
+  const MlaRope rope = mla_rope(hp);
+  const bool absorb = c.batch.mla_path != MlaMode::kNaive;
+
+  ggl::Tensor* x = g.get_rows(weight(g, w.token_embd), g.input_i32(c.batch.tokens, "tokens"));
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    const LayerWeights& l = w.layers[il];
+    ggl::Tensor* h = norm(g, x, l.attn_norm, hp.rms_eps);
+    ggl::Tensor* cache = c.cache.tensor(g, il, 0);
+    const Projections p = project_queries(c, l, h, rope);
+    write_latents(c, l, h, cache, rope);
+    ggl::Tensor* attn = absorb ? attend_absorbed(c, l, p, cache, rope) : attend_naive(c, l, p, cache, rope);
+    x = g.add(x, g.mul_mat(weight(g, l.wo), attn));
+
+    h = norm(g, x, l.ffn_norm, hp.rms_eps);
+    ggl::Tensor* ffn = l.is_moe() ? moe_ffn(g, h, l, hp.moe) : swiglu_ffn(g, h, l.ffn_gate, l.ffn_up, l.ffn_down);
+    x = g.add(x, ffn);
+  }
+  return output_logits(c, x);
+}
+
+}  // namespace latte

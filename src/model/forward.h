@@ -1,0 +1,40 @@
+// The forward pass as a compute graph: one graph per evaluated batch of tokens, reading the
+// cached state of earlier tokens and writing the batch's own state into the cache.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "ggml-like/graph.h"
+#include "src/model/kv_cache.h"
+#include "src/model/model.h"
+
+namespace latte {
+
+// How MLA attention is computed.
+//   absorb: W_UK is folded into each head's query and W_UV applied after attention; the cached
+//           latents are attended directly (MQA over [latent ; rope key] rows). Used for decode.
+//   naive:  the latents of all visible tokens are expanded into per-head K and V (through
+//           attn_kv_b or attn_k_b/attn_v_b) and ordinary multi-head attention runs on them.
+//   auto:   absorb for single-token steps; for batches, whichever costs fewer multiply-adds
+//           (naive for a prefill without a long cached prefix).
+enum class MlaMode { kAuto, kAbsorb, kNaive };
+std::string_view mla_mode_name(MlaMode m);
+std::optional<MlaMode> parse_mla_mode(std::string_view s);
+
+// The path a batch takes (kAbsorb or kNaive) for this request.
+MlaMode choose_mla_path(const Hparams& hp, int64_t n_tokens, int64_t n_past, MlaMode requested);
+
+struct ForwardBatch {
+  std::span<const int32_t> tokens;  // validated ids
+  int64_t n_past = 0;               // cached tokens before this batch (positions start here)
+  bool all_logits = true;           // false: only the last token's logits
+  MlaMode mla_path = MlaMode::kAbsorb;
+};
+
+// Appends the forward pass to g; returns the logits [n_vocab, n_tokens] (or [n_vocab, 1]),
+// marked as a graph output. The batch must fit: n_past + n_tokens <= cache.n_ctx().
+ggl::Tensor* build_forward(ggl::Graph& g, const Model& model, const KvCache& cache, const ForwardBatch& batch);
+
+}  // namespace latte

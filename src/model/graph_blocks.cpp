@@ -1,0 +1,64 @@
+#include "src/model/graph_blocks.h"
+
+#include <span>
+
+#include "ggml-like/error.h"
+
+namespace latte {
+
+ggl::Tensor* weight(ggl::Graph& g, WeightRef w) {
+  return g.external(w->type, std::span<const int64_t>(w->ne, ggl::kMaxDims), w->data, w->name);
+}
+
+ggl::Tensor* norm(ggl::Graph& g, ggl::Tensor* x, WeightRef w, float eps) {
+  return g.mul(g.rms_norm(x, eps), weight(g, w));
+}
+
+ggl::Tensor* swiglu_ffn(ggl::Graph& g, ggl::Tensor* x, WeightRef gate, WeightRef up, WeightRef down) {
+  ggl::Tensor* act = g.swiglu(g.mul_mat(weight(g, gate), x), g.mul_mat(weight(g, up), x));
+  return g.mul_mat(weight(g, down), act);
+}
+
+ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const MoeConfig& moe) {
+  const int64_t E = moe.n_expert, k = moe.n_expert_used, T = x->ne[1], D = x->ne[0];
+  ggl::Tensor* logits = g.mul_mat(weight(g, l.ffn_gate_inp), x);  // [E, T]
+  ggl::Tensor* probs = moe.gating == ExpertGating::kSigmoid ? g.sigmoid(logits) : g.softmax(logits);
+  // The selection bias only decides which experts run; their weights come from the plain scores.
+  ggl::Tensor* selection = l.exp_probs_b ? g.add(probs, weight(g, l.exp_probs_b)) : probs;
+  ggl::Tensor* ids = g.top_k(selection, {static_cast<int>(k), static_cast<int>(moe.n_groups),
+                                         static_cast<int>(moe.n_groups_used)});  // [k, T]
+  ggl::Tensor* w = g.get_rows(g.reshape(probs, {1, E, T, 1}), ids);             // [1, k, T]
+  if (moe.weights_norm) {
+    ggl::Tensor* w2 = g.reshape(w, {k, T, 1, 1});
+    w = g.reshape(g.div(w2, g.sum_rows(w2)), {1, k, T, 1});
+  }
+  if (moe.weights_scale != 1.0f) w = g.scale(w, moe.weights_scale);
+
+  ggl::Tensor* x3 = g.reshape(x, {D, 1, T, 1});
+  ggl::Tensor* gate = g.mul_mat_id(weight(g, l.ffn_gate_exps), x3, ids);  // [F, k, T]
+  ggl::Tensor* up = g.mul_mat_id(weight(g, l.ffn_up_exps), x3, ids);
+  ggl::Tensor* down = g.mul_mat_id(weight(g, l.ffn_down_exps), g.swiglu(gate, up), ids);  // [D, k, T]
+  ggl::Tensor* weighted = g.mul(down, w);
+
+  // Sum over the k chosen experts.
+  const size_t col = static_cast<size_t>(D) * sizeof(float);
+  ggl::Tensor* out = nullptr;
+  for (int64_t i = 0; i < k; ++i) {
+    ggl::Tensor* slot = g.view(weighted, {D, T, 1, 1}, {sizeof(float), col * k, col * k * T, col * k * T}, col * i);
+    out = out ? g.add(out, slot) : slot;
+  }
+  if (l.ffn_gate_shexp) out = g.add(out, swiglu_ffn(g, x, l.ffn_gate_shexp, l.ffn_up_shexp, l.ffn_down_shexp));
+  return out;
+}
+
+ggl::Tensor* output_logits(const ForwardContext& c, ggl::Tensor* x) {
+  ggl::Graph& g = c.g;
+  if (!c.batch.all_logits && c.n_tokens > 1)
+    x = g.view(x, {x->ne[0], 1, 1, 1}, {x->nb[0], x->nb[1], x->nb[1], x->nb[1]}, (c.n_tokens - 1) * x->nb[1]);
+  const ModelWeights& w = c.model.weights();
+  ggl::Tensor* logits = g.mul_mat(weight(g, w.output), norm(g, x, w.output_norm, c.hp.rms_eps));
+  g.mark_output(logits);
+  return logits;
+}
+
+}  // namespace latte

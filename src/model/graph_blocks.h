@@ -1,0 +1,40 @@
+// Building blocks shared by the architectures' graphs: weight leaves, RMSNorm with its weight,
+// SwiGLU feed-forward, DeepSeekMoE, and the output head.
+#pragma once
+#include <cstdint>
+
+#include "ggml-like/graph.h"
+#include "src/model/forward.h"
+#include "src/model/hparams.h"
+#include "src/model/weights.h"
+
+namespace latte {
+
+// What every layer builder needs to know about the batch.
+struct ForwardContext {
+  ggl::Graph& g;
+  const Model& model;
+  const Hparams& hp;
+  const KvCache& cache;
+  const ForwardBatch& batch;
+  ggl::Tensor* positions;  // i32 [n_tokens]: n_past, n_past + 1, ...
+  int64_t n_tokens;
+  int64_t n_kv;  // n_past + n_tokens: cache rows visible to the batch
+};
+
+// A weight as a graph leaf on the file's mapping.
+ggl::Tensor* weight(ggl::Graph& g, WeightRef w);
+// rms_norm(x) * w
+ggl::Tensor* norm(ggl::Graph& g, ggl::Tensor* x, WeightRef w, float eps);
+// down(silu(gate x) * (up x))
+ggl::Tensor* swiglu_ffn(ggl::Graph& g, ggl::Tensor* x, WeightRef gate, WeightRef up, WeightRef down);
+// Routed experts (top-k by router score, SwiGLU each, weighted sum) plus shared experts.
+ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const MoeConfig& moe);
+// Final norm and output projection; only the last column when !all_logits.
+ggl::Tensor* output_logits(const ForwardContext& c, ggl::Tensor* x);
+
+// One architecture's whole pass; returns the logits.
+ggl::Tensor* build_llama(const ForwardContext& c);
+ggl::Tensor* build_deepseek2(const ForwardContext& c);
+
+}  // namespace latte

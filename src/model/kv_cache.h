@@ -1,0 +1,58 @@
+// The per-token state kept between evaluation steps, one buffer per layer and stream, rows of
+// one element type (f32, f16, bf16 or q8_0).
+//   MLA (deepseek2): one stream; a row per token = [normalised latent (kv_lora) ; rotated shared
+//                    rope key (qk_rope)]. Nothing else is cached.
+//   llama:           two streams, K and V; a row per token = n_head_kv * head_dim.
+// Row t holds position t. Memory is reserved for n_ctx rows up front; pages are only touched
+// as rows are written.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ggml-like/graph.h"
+#include "ggml-like/types.h"
+#include "src/model/hparams.h"
+
+namespace latte {
+
+struct CacheLayout {
+  int streams = 1;
+  int64_t width[2] = {0, 0};  // elements per row of each stream
+};
+
+CacheLayout cache_layout(const Hparams& hp);
+
+// Bytes one token takes in the cache (all layers and streams) with elements of type t.
+size_t cache_bytes_per_token(const Hparams& hp, ggl::Type t);
+
+// Throws ggl::Error unless t can hold this model's cache rows (f32, f16, bf16, or q8_0 when
+// every row part is a whole number of 32-element blocks).
+void check_cache_type(const Hparams& hp, ggl::Type t);
+
+class KvCache {
+ public:
+  KvCache(const Hparams& hp, int64_t n_ctx, ggl::Type type);
+
+  ggl::Type type() const { return type_; }
+  int64_t n_ctx() const { return n_ctx_; }
+  int64_t n_layer() const { return n_layer_; }
+  const CacheLayout& layout() const { return layout_; }
+  size_t row_bytes(int stream) const { return ggl::row_bytes(type_, layout_.width[stream]); }
+  size_t bytes_per_token() const;
+  size_t total_bytes() const { return bytes_per_token() * static_cast<size_t>(n_ctx_); }
+
+  uint8_t* data(int64_t layer, int stream) const;
+  // The whole buffer of a layer's stream as a graph leaf [width, n_ctx].
+  ggl::Tensor* tensor(ggl::Graph& g, int64_t layer, int stream) const;
+
+ private:
+  CacheLayout layout_;
+  ggl::Type type_;
+  int64_t n_ctx_;
+  int64_t n_layer_;
+  std::vector<std::unique_ptr<uint8_t[]>> buffers_;  // [layer * streams + stream]
+};
+
+}  // namespace latte

@@ -1,0 +1,64 @@
+// Llama: RMSNorm, grouped-query attention with RoPE (adjacent pairs) over a K/V cache, SwiGLU.
+#include <cmath>
+
+#include "src/model/graph_blocks.h"
+
+namespace latte {
+namespace {
+
+ggl::RopeParams llama_rope(const Hparams& hp) {
+  ggl::RopeParams p;
+  p.n_rot = static_cast<int>(hp.rope.n_rot);
+  p.freq_base = hp.rope.freq_base;
+  p.freq_scale = 1.0f / hp.rope.factor;
+  if (hp.rope.scaling == RopeScaling::kYarn) {
+    p.ext_factor = 1.0f;
+    p.n_ctx_orig = static_cast<int>(hp.rope.original_context);
+    // YaRN's attention temperature, applied to the rotated values as in the paper.
+    p.attn_factor = 1.0f + 0.1f * std::log(hp.rope.factor);
+  }
+  return p;
+}
+
+ggl::Tensor* attention(const ForwardContext& c, int64_t il, ggl::Tensor* x) {
+  ggl::Graph& g = c.g;
+  const Hparams& hp = c.hp;
+  const LayerWeights& l = c.model.weights().layers[il];
+  const int64_t T = c.n_tokens, H = hp.n_head, Hkv = hp.n_head_kv, Dk = hp.head_dim_k, Dv = hp.head_dim_v;
+  const ggl::RopeParams rope = llama_rope(hp);
+  ggl::Tensor* freq = c.model.weights().rope_freqs ? weight(g, c.model.weights().rope_freqs) : nullptr;
+
+  ggl::Tensor* q = g.rope(g.reshape(g.mul_mat(weight(g, l.wq), x), {Dk, H, T, 1}), c.positions, rope, freq);
+  ggl::Tensor* k = g.rope(g.reshape(g.mul_mat(weight(g, l.wk), x), {Dk, Hkv, T, 1}), c.positions, rope, freq);
+  ggl::Tensor* v = g.mul_mat(weight(g, l.wv), x);  // [Hkv * Dv, T]
+
+  // Append this batch's K and V rows at positions n_past.., then attend over all visible rows.
+  ggl::Tensor* kc = c.cache.tensor(g, il, 0);
+  ggl::Tensor* vc = c.cache.tensor(g, il, 1);
+  const size_t krow = kc->nb[1], vrow = vc->nb[1];
+  const size_t at = static_cast<size_t>(c.batch.n_past);
+  g.copy(g.reshape(k, {Hkv * Dk, T, 1, 1}), g.view(kc, {Hkv * Dk, T, 1, 1}, {kc->nb[0], krow, krow * T, krow * T}, at * krow));
+  g.copy(v, g.view(vc, {Hkv * Dv, T, 1, 1}, {vc->nb[0], vrow, vrow * T, vrow * T}, at * vrow));
+  const size_t khead = ggl::row_bytes(kc->type, Dk), vhead = ggl::row_bytes(vc->type, Dv);
+  ggl::Tensor* K = g.view(kc, {Dk, Hkv, c.n_kv, 1}, {kc->nb[0], khead, krow, krow * c.n_kv}, 0);
+  ggl::Tensor* V = g.view(vc, {Dv, Hkv, c.n_kv, 1}, {vc->nb[0], vhead, vrow, vrow * c.n_kv}, 0);
+
+  ggl::Tensor* o = g.flash_attn(q, K, V, c.positions, 1.0f / std::sqrt(static_cast<float>(Dk)));  // [Dv, H, T]
+  return g.mul_mat(weight(g, l.wo), g.reshape(o, {Dv * H, T, 1, 1}));
+}
+
+}  // namespace
+
+ggl::Tensor* build_llama(const ForwardContext& c) {
+  ggl::Graph& g = c.g;
+  const ModelWeights& w = c.model.weights();
+  ggl::Tensor* x = g.get_rows(weight(g, w.token_embd), g.input_i32(c.batch.tokens, "tokens"));
+  for (int64_t il = 0; il < c.hp.n_layer; ++il) {
+    const LayerWeights& l = w.layers[il];
+    x = g.add(x, attention(c, il, norm(g, x, l.attn_norm, c.hp.rms_eps)));
+    x = g.add(x, swiglu_ffn(g, norm(g, x, l.ffn_norm, c.hp.rms_eps), l.ffn_gate, l.ffn_up, l.ffn_down));
+  }
+  return output_logits(c, x);
+}
+
+}  // namespace latte

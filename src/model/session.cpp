@@ -1,0 +1,70 @@
+#include "src/model/session.h"
+
+#include <algorithm>
+
+#include "ggml-like/cpu_backend.h"
+#include "ggml-like/error.h"
+
+namespace latte {
+namespace {
+
+SessionOptions resolved(const Model& model, SessionOptions o) {
+  if (o.n_ctx == 0) o.n_ctx = default_context(model.hparams());
+  if (o.n_ctx < 0) ggl::fail("context size {} must be positive", o.n_ctx);
+  if (o.n_batch <= 0) ggl::fail("batch size {} must be positive", o.n_batch);
+  if (o.n_threads < 0) ggl::fail("thread count {} must not be negative", o.n_threads);
+  return o;
+}
+
+}  // namespace
+
+int64_t default_context(const Hparams& hp) { return std::min<int64_t>(4096, hp.n_ctx_train); }
+
+Session::Session(const Model& model, SessionOptions options)
+    : model_(model),
+      options_(resolved(model, options)),
+      cache_(model.hparams(), options_.n_ctx, options_.cache_type),
+      backend_(std::make_unique<ggl::CpuBackend>(options_.n_threads)) {}
+
+Session::~Session() = default;
+
+void Session::truncate(int64_t n) {
+  if (n < 0 || n > n_past_) ggl::fail("cannot truncate {} cached tokens to {}", n_past_, n);
+  n_past_ = n;
+}
+
+std::vector<float> Session::eval(std::span<const int32_t> tokens, Logits which) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  const int64_t n_vocab = model_.hparams().n_vocab;
+  if (n == 0) return {};
+  for (int64_t i = 0; i < n; ++i)
+    if (tokens[i] < 0 || tokens[i] >= n_vocab)
+      ggl::fail("token {} at position {} is outside the vocabulary of {} tokens", tokens[i], n_past_ + i, n_vocab);
+  if (n_past_ + n > n_ctx())
+    ggl::fail("{} tokens after {} cached ones exceed the context of {} tokens", n, n_past_, n_ctx());
+
+  std::vector<float> logits(static_cast<size_t>((which == Logits::kAll ? n : 1) * n_vocab));
+  for (int64_t begin = 0; begin < n; begin += options_.n_batch) {
+    const int64_t count = std::min(options_.n_batch, n - begin);
+    const bool last_chunk = begin + count == n;
+    ForwardBatch batch;
+    batch.tokens = tokens.subspan(begin, count);
+    batch.n_past = n_past_;
+    batch.all_logits = which == Logits::kAll;
+    batch.mla_path = choose_mla_path(model_.hparams(), count, n_past_, options_.mla_mode);
+
+    ggl::Graph graph;
+    ggl::Tensor* out = build_forward(graph, model_, cache_, batch);
+    backend_->compute(graph);
+    if (which == Logits::kAll) {
+      backend_->read(*out, logits.data() + begin * n_vocab, 0, count * n_vocab * sizeof(float));
+    } else if (last_chunk) {
+      backend_->read(*out, logits.data(), 0, n_vocab * sizeof(float));
+    }
+    n_past_ += count;
+    last_path_ = batch.mla_path;
+  }
+  return logits;
+}
+
+}  // namespace latte
