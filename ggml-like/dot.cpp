@@ -6,6 +6,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -254,24 +255,33 @@ void rows_times_columns(const uint8_t* w, size_t row_stride, int64_t n, const fl
   while (r0 < row_end) run.template operator()<1>();
 }
 
-// Tile shapes for the register budget (32 vectors with AVX-512): R * C accumulators plus
+// Rows are taken a block at a time (about kRowBlockBytes of weights, which stay in L2), and every
+// column tile runs over the block before the next: weights come from memory once however many
+// columns there are, and a column tile's activations are reused across the block from cache.
+constexpr size_t kRowBlockBytes = 128 * 1024;
+
+// Tile shapes fit the register budget (32 vectors with AVX-512): R * C accumulators plus
 // R * kVecsPerChunk decoded weights plus the activation vector in use.
 template <class Decode>
 void matmul_rows(const uint8_t* w, size_t row_stride, int64_t n, const float* x, int64_t x_stride, int64_t n_cols,
                  float* y, int64_t y_stride, int64_t row_begin, int64_t row_end) {
+  const int64_t block_rows = std::max<int64_t>(8, static_cast<int64_t>(kRowBlockBytes / std::max<size_t>(row_stride, 1)) / 8 * 8);
   const float* xs[kMaxCols];
   float* ys[kMaxCols];
-  for (int64_t c0 = 0; c0 < n_cols; c0 += kMaxCols) {
-    const int cols = static_cast<int>(n_cols - c0 < kMaxCols ? n_cols - c0 : kMaxCols);
-    for (int c = 0; c < cols; ++c) {
-      xs[c] = x + (c0 + c) * x_stride;
-      ys[c] = y + (c0 + c) * y_stride;
-    }
-    switch (cols) {
-      case 1: rows_times_columns<Decode, 8, 1>(w, row_stride, n, xs, ys, row_begin, row_end); break;
-      case 2: rows_times_columns<Decode, 4, 2>(w, row_stride, n, xs, ys, row_begin, row_end); break;
-      case 3: rows_times_columns<Decode, 4, 3>(w, row_stride, n, xs, ys, row_begin, row_end); break;
-      default: rows_times_columns<Decode, 4, 4>(w, row_stride, n, xs, ys, row_begin, row_end); break;
+  for (int64_t b0 = row_begin; b0 < row_end; b0 += block_rows) {
+    const int64_t b1 = std::min(row_end, b0 + block_rows);
+    for (int64_t c0 = 0; c0 < n_cols; c0 += kMaxCols) {
+      const int cols = static_cast<int>(std::min<int64_t>(n_cols - c0, kMaxCols));
+      for (int c = 0; c < cols; ++c) {
+        xs[c] = x + (c0 + c) * x_stride;
+        ys[c] = y + (c0 + c) * y_stride;
+      }
+      switch (cols) {
+        case 1: rows_times_columns<Decode, 8, 1>(w, row_stride, n, xs, ys, b0, b1); break;
+        case 2: rows_times_columns<Decode, 4, 2>(w, row_stride, n, xs, ys, b0, b1); break;
+        case 3: rows_times_columns<Decode, 4, 3>(w, row_stride, n, xs, ys, b0, b1); break;
+        default: rows_times_columns<Decode, 4, 4>(w, row_stride, n, xs, ys, b0, b1); break;
+      }
     }
   }
 }

@@ -114,18 +114,24 @@ TEST_P(DotTest, MatmulMatchesDequantizedProductForEveryColumnCount) {
   }
 }
 
-// The batched kernel must give exactly what one column at a time gives.
+// The batched kernel must give exactly what one column at a time gives: row counts that leave
+// partial row tiles, and matrices large enough to be processed in several blocks of rows.
 TEST_P(DotTest, MatmulColumnsEqualMatvec) {
   const Type t = GetParam();
-  const int64_t rows = 8, n = 1024, n_cols = 7;
-  const Matrix m(t, rows, n, 9);
-  const std::vector<float> x = random_floats(static_cast<size_t>(n * n_cols), 10);
-  std::vector<float> y(static_cast<size_t>(rows * n_cols));
-  ggl::matmul(t, m.data.data(), rows, n, x.data(), n, n_cols, y.data(), rows, 0, rows);
-  for (int64_t c = 0; c < n_cols; ++c) {
-    std::vector<float> single(rows);
-    ggl::matvec(t, m.data.data(), rows, n, x.data() + c * n, single.data());
-    for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(y[c * rows + r], single[r]) << "row " << r << " col " << c;
+  const int64_t n_cols = 7;
+  for (auto [rows, n] : {std::pair<int64_t, int64_t>{13, 1024}, {130, 4096}}) {
+    const Matrix m(t, rows, n, 9);
+    const std::vector<float> x = random_floats(static_cast<size_t>(n * n_cols), 10);
+    std::vector<float> y(static_cast<size_t>(rows * n_cols));
+    ggl::matmul(t, m.data.data(), rows, n, x.data(), n, n_cols, y.data(), rows, 0, rows);
+    for (int64_t c = 0; c < n_cols; ++c) {
+      std::vector<float> single(rows);
+      ggl::matvec(t, m.data.data(), rows, n, x.data() + c * n, single.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        ASSERT_EQ(y[c * rows + r], single[r]) << "rows " << rows << ": row " << r << " col " << c;
+        expect_close(single[r], reference_dot(m.dequant.data() + r * n, x.data() + c * n, n), "matvec");
+      }
+    }
   }
 }
 
