@@ -99,13 +99,16 @@ size_t Sampler::keep_top_k(size_t n) {
 
 // Moves to the front the smallest set of best candidates whose probability reaches top_p and
 // returns its size. Small sets are sorted; large ones are bucketed by logit first, so that only
-// the bucket holding the boundary needs sorting (three branch-free passes over the vocabulary).
+// the bucket holding the boundary needs sorting (a few branch-free passes over the vocabulary).
 size_t Sampler::keep_top_p(size_t n) {
   auto first = candidates_.begin();
-  auto [lowest, highest] = std::minmax_element(first, first + n, [](const Candidate& a, const Candidate& b) {
-    return a.logit < b.logit;
-  });
-  const float best = highest->logit, worst = lowest->logit;
+  // The range of the finite logits (-inf ones, e.g. masked tokens, have no probability).
+  float best = -std::numeric_limits<float>::infinity(), worst = std::numeric_limits<float>::infinity();
+  for (size_t i = 0; i < n; ++i) {
+    float l = candidates_[i].logit;
+    best = std::max(best, l);
+    if (std::isfinite(l)) worst = std::min(worst, l);
+  }
   double total = 0.0;
   for (size_t i = 0; i < n; ++i) total += candidates_[i].weight = std::exp(candidates_[i].logit - best);
   const double target = params_.top_p * total;
