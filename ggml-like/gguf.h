@@ -121,7 +121,7 @@ class GgufFile {
 
   std::string path_;
   uint32_t version_ = 0;
-  uint64_t alignment_ = 32;
+  uint64_t alignment_ = kDefaultAlignment;
   Metadata metadata_;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t, std::less<>> tensor_index_;
