@@ -14,6 +14,10 @@ deps:
 configure: deps
 	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 
+# Builds (installing dependencies if needed) and tells a story with the shipped tiny MLA model.
+demo: all
+	$(BUILD)/bin/latte run -p "Once upon a time" -n 200
+
 test: all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 

@@ -25,10 +25,11 @@ struct CommandResult {
   std::string out;  // stdout and stderr, interleaved as the shell merges them
 };
 
-// Runs a shell command line, capturing its merged output and exit code.
-inline CommandResult run_command(const std::string& command_line) {
+// Runs a shell command line, capturing its output (stdout and stderr merged, or stdout alone
+// with stderr discarded) and exit code.
+inline CommandResult run_command(const std::string& command_line, bool merge_stderr = true) {
   CommandResult r;
-  FILE* pipe = ::popen((command_line + " 2>&1").c_str(), "r");
+  FILE* pipe = ::popen((command_line + (merge_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
   if (!pipe) return r;
   std::array<char, 4096> buf;
   size_t n;
@@ -39,8 +40,8 @@ inline CommandResult run_command(const std::string& command_line) {
 }
 
 // Runs the latte binary with the given arguments (already shell-quoted where needed).
-inline CommandResult run_latte(const std::string& args) {
-  return run_command(latte_binary().string() + " " + args);
+inline CommandResult run_latte(const std::string& args, bool merge_stderr = true) {
+  return run_command(latte_binary().string() + " " + args, merge_stderr);
 }
 
 }  // namespace latte::testing

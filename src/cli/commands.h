@@ -17,8 +17,10 @@ extern const Command kCommands[];
 extern const int kCommandCount;
 
 int cmd_info(int argc, char** argv);
+int cmd_run(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_convert(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
+int cmd_eval(int argc, char** argv);
 
 }  // namespace latte::cli
