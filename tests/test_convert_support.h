@@ -14,10 +14,12 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "ggml-like/fp16.h"
+#include "ggml-like/gguf.h"
 
 namespace latte::convert_test {
 
@@ -122,6 +124,63 @@ inline void write_checkpoint(const fs::path& dir, const json& config, HfWeights&
     for (const std::string& n : names) index["weight_map"][n] = file;
   }
   std::ofstream(dir / "model.safetensors.index.json") << index.dump(2);
+}
+
+// Metadata values equal in type and value; floats compared bitwise (a -0.0 score must stay -0.0).
+inline bool same_value(const ggl::Value& a, const ggl::Value& b) {
+  if (a.type() != b.type()) return false;
+  if (const auto* x = std::get_if<ggl::Array>(&a.data)) {
+    const auto& y = std::get<ggl::Array>(b.data);
+    if (x->element_type != y.element_type || x->items.size() != y.items.size()) return false;
+    for (size_t i = 0; i < x->items.size(); ++i)
+      if (!same_value(x->items[i], y.items[i])) return false;
+    return true;
+  }
+  if (const auto* f = std::get_if<float>(&a.data)) return std::memcmp(f, &std::get<float>(b.data), 4) == 0;
+  if (const auto* d = std::get_if<double>(&a.data)) return std::memcmp(d, &std::get<double>(b.data), 8) == 0;
+  return std::visit(
+      [&](const auto& x) -> bool {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, ggl::Array>)
+          return false;
+        else
+          return x == std::get<T>(b.data);
+      },
+      a.data);
+}
+
+inline json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+inline std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// The texts of a ../shared/vocab/NAME.gguf.inp file (joined by "\n__ggml_vocab_test__\n").
+inline std::vector<std::string> read_vocab_texts(const fs::path& path) {
+  const std::string sep = "\n__ggml_vocab_test__\n", all = read_file(path);
+  std::vector<std::string> texts;
+  size_t pos = 0;
+  for (size_t hit; (hit = all.find(sep, pos)) != std::string::npos; pos = hit + sep.size())
+    texts.push_back(all.substr(pos, hit - pos));
+  if (pos < all.size()) texts.push_back(all.substr(pos));
+  return texts;
+}
+
+// The expected ids of a NAME.gguf.out file, one line per text.
+inline std::vector<std::vector<int32_t>> read_vocab_ids(const fs::path& path) {
+  std::istringstream in(read_file(path));
+  std::vector<std::vector<int32_t>> lines;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::vector<int32_t> ids;
+    for (int32_t id; words >> id;) ids.push_back(id);
+    lines.push_back(std::move(ids));
+  }
+  return lines;
 }
 
 // ---- random weights ------------------------------------------------------------------------
