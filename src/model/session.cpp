@@ -33,6 +33,11 @@ void Session::truncate(int64_t n) {
   n_past_ = n;
 }
 
+void Session::set_n_past(int64_t n) {
+  if (n < 0 || n > n_ctx()) ggl::fail("cannot mark {} tokens as cached in a context of {}", n, n_ctx());
+  n_past_ = n;
+}
+
 std::vector<float> Session::eval(std::span<const int32_t> tokens, Logits which) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   const int64_t n_vocab = model_.hparams().n_vocab;

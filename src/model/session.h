@@ -55,6 +55,9 @@ class Session {
   void clear() { n_past_ = 0; }
   // Forgets every token from position n on.
   void truncate(int64_t n);
+  // Declares cache rows 0..n-1 valid after they were written directly (a cache loaded from a
+  // file: src/model/cache_io.h). 0 <= n <= n_ctx().
+  void set_n_past(int64_t n);
 
  private:
   const Model& model_;
