@@ -22,5 +22,6 @@ int cmd_tokenize(int argc, char** argv);
 int cmd_convert(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_eval(int argc, char** argv);
+int cmd_chat(int argc, char** argv);
 
 }  // namespace latte::cli

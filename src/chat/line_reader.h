@@ -1,0 +1,45 @@
+// User input for the chat REPL. On a terminal: line editing and history with libedit (history
+// kept in a file across sessions). Otherwise (piped stdin): plain lines, no prompt, so scripts
+// and tests can drive the chat.
+//
+// One input is one line; a line ending in '\' continues on the next one (joined with '\n'). With
+// `blocks`, an input is every line up to a blank line (or the end).
+#pragma once
+#include <atomic>
+#include <string>
+
+typedef struct editline EditLine;
+typedef struct history History;
+
+namespace latte {
+
+class LineReader {
+ public:
+  struct Options {
+    bool terminal = false;     // use libedit (stdin and stdout are terminals)
+    bool blocks = false;       // --multiline
+    std::string history_path;  // terminal only; "" keeps no history
+  };
+  enum class Result { kText, kEnd, kInterrupted };
+
+  explicit LineReader(Options options);
+  ~LineReader();
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
+  // Reads the next input into text. kEnd: end of input (Ctrl-D); kInterrupted: Ctrl-C at the
+  // prompt (the flag set by the SIGINT handler was found set; the caller clears it).
+  Result read(std::string& text, const std::atomic<bool>& interrupted);
+
+ private:
+  // One physical line without its newline; false at the end of input or on interruption.
+  bool read_line(std::string& line, bool continuation);
+  static const char* prompt(EditLine* el);
+
+  Options options_;
+  EditLine* el_ = nullptr;
+  History* history_ = nullptr;
+  bool continuation_ = false;  // which prompt to show
+};
+
+}  // namespace latte

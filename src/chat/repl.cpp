@@ -1,0 +1,115 @@
+#include "src/chat/repl.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "ggml-like/error.h"
+#include "src/chat/chat_commands.h"
+#include "src/chat/line_reader.h"
+#include "src/chat/thinking_filter.h"
+
+namespace latte {
+namespace {
+
+constexpr const char* kDim = "\x1b[2m";
+constexpr const char* kUndim = "\x1b[22m";
+
+void write_out(std::string_view s) {
+  std::fwrite(s.data(), 1, s.size(), stdout);
+  std::fflush(stdout);
+}
+
+void note(std::string_view s) { std::fprintf(stderr, "[%.*s]\n", static_cast<int>(s.size()), s.data()); }
+
+// Writes a streamed reply: reasoning spans dimmed (terminal), hidden, or as they are (pipe); for
+// chat templates the whitespace that opens the reply is dropped.
+class ReplyPrinter {
+ public:
+  ReplyPrinter(const ReplOptions& o, bool trim_leading) : o_(o), trim_(trim_leading) {}
+
+  void operator()(std::string_view text, bool thinking) {
+    if (thinking && o_.hide_thinking) return;
+    if (trim_ && !started_) {
+      text.remove_prefix(std::min(text.size(), text.find_first_not_of(" \t\r\n")));
+      if (text.empty()) return;
+    }
+    started_ = true;
+    if (o_.terminal && thinking != dimmed_) {
+      write_out(thinking ? kDim : kUndim);
+      dimmed_ = thinking;
+    }
+    write_out(text);
+  }
+  void finish() {
+    if (dimmed_) write_out(kUndim);
+    if (started_) write_out("\n");
+  }
+
+ private:
+  const ReplOptions& o_;
+  bool trim_;
+  bool started_ = false;
+  bool dimmed_ = false;
+};
+
+std::string rate(int64_t tokens, double seconds) {
+  return seconds > 0 && tokens > 0 ? fmt::format("{:.1f} t/s", static_cast<double>(tokens) / seconds) : "- t/s";
+}
+
+void respond(ChatSession& chat, std::string text, const ReplOptions& o, std::atomic<bool>& interrupted) {
+  const ChatTemplate& t = chat.conversation().chat_template();
+  ReplyPrinter printer(o, &t != &ChatTemplate::plain());
+  ThinkingFilter filter([&printer](std::string_view s, bool thinking) { printer(s, thinking); }, t.starts_thinking());
+  const TurnStats s = chat.respond(
+      std::move(text), &interrupted, [&filter](std::string_view piece) { filter.push(piece); }, note);
+  filter.flush();
+  printer.finish();
+  if (s.reason == StopReason::kInterrupted) {
+    note("reply stopped");
+    interrupted.store(false);
+  } else if (s.reason == StopReason::kContextFull) {
+    note("context full: reply cut short (/reset, or raise -c)");
+  }
+  if (o.verbose)
+    std::fprintf(stderr, "%s\n",
+                 fmt::format("[turn {}: {} new tokens evaluated, {} reused from the cache, {} generated; {} prompt, "
+                             "{} reply]",
+                             chat.turns(), s.evaluated, s.reused, s.generated, rate(s.evaluated, s.prompt_seconds),
+                             rate(s.generated, s.reply_seconds))
+                     .c_str());
+}
+
+}  // namespace
+
+int run_chat_repl(ChatSession& chat, const ReplOptions& options, std::atomic<bool>& interrupted) {
+  LineReader reader({.terminal = options.terminal, .blocks = options.multiline, .history_path = options.history_path});
+  bool interrupted_at_prompt = false;
+  std::string text;
+  while (true) {
+    const LineReader::Result r = reader.read(text, interrupted);
+    if (r == LineReader::Result::kInterrupted) {
+      interrupted.store(false);
+      if (interrupted_at_prompt || !options.terminal) break;
+      interrupted_at_prompt = true;
+      std::fputs("(Ctrl-C again or Ctrl-D to quit)\n", stderr);
+      continue;
+    }
+    interrupted_at_prompt = false;
+    if (r == LineReader::Result::kEnd) break;
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos) continue;
+    try {
+      if (is_chat_command(text)) {
+        if (run_chat_command(text, chat, stdout) == CommandOutcome::kQuit) break;
+        continue;
+      }
+      if (text.starts_with("//")) text.erase(0, 1);
+      respond(chat, std::move(text), options, interrupted);
+    } catch (const ggl::Error& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+    }
+  }
+  return 0;
+}
+
+}  // namespace latte

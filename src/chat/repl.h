@@ -1,0 +1,24 @@
+// The chat loop: read an input (line_reader.h), run it as a slash command (chat_commands.h) or
+// send it as the user's message and stream the reply to stdout, until /quit, the end of input or
+// Ctrl-C twice at an empty prompt.
+#pragma once
+#include <atomic>
+#include <string>
+
+#include "src/chat/chat_session.h"
+
+namespace latte {
+
+struct ReplOptions {
+  bool terminal = false;       // stdin and stdout are terminals: libedit, prompts, dimmed reasoning
+  bool multiline = false;      // an input is a block of lines up to a blank line
+  bool hide_thinking = false;  // leave <think>…</think> spans out of the output
+  bool verbose = false;        // one line per turn on stderr: tokens evaluated and generated, speeds
+  std::string history_path;    // terminal only
+};
+
+// `interrupted` is the flag the SIGINT handler sets (src/cli/interrupt.h); the loop clears it after
+// a stopped reply or a Ctrl-C at the prompt. Returns the exit code.
+int run_chat_repl(ChatSession& chat, const ReplOptions& options, std::atomic<bool>& interrupted);
+
+}  // namespace latte
