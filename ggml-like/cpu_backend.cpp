@@ -43,7 +43,7 @@ class CpuBarrier {
   }
 
  private:
-  static constexpr int kSpins = 2000;
+  static constexpr int kSpins = 256;
   const int n_;
   std::atomic<int> arrived_{0};
   std::atomic<unsigned> generation_{0};

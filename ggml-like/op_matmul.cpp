@@ -36,24 +36,33 @@ void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
   }
 }
 
-// mul_mat_t: out[n, m] = sum_k w[n, k] x[k, m]. Threads take chunks of output columns n (whole
-// quant blocks); each weight row k is decoded once per chunk and added into every activation column.
+// mul_mat_t: out[n, m] = sum_k w[n, k] x[k, m]. Items are (batch, chunk of output columns n);
+// each weight row k is decoded once per item and added into every activation column. Chunks are
+// whole rows when the batches alone keep the threads busy, else whole-block slices.
 namespace {
-int64_t transposed_chunk(const Tensor& w) { return std::max<int64_t>(64, traits(w.type).block_size); }
+int64_t transposed_chunk(const Tensor& dst, int nth) {
+  const Tensor& w = *dst.src[0];
+  const int64_t N = w.ne[0], batches = dst.ne[2] * dst.ne[3];
+  const int64_t want = 2 * static_cast<int64_t>(nth);
+  if (batches >= want) return N;
+  const int64_t align = std::max<int64_t>(128, traits(w.type).block_size);
+  const int64_t per_item = (N * batches + want - 1) / want;
+  return std::min(N, (per_item + align - 1) / align * align);
+}
 }  // namespace
 
 size_t cpu_mul_mat_t_work(const Tensor& dst, int n_threads) {
-  return scratch_size(transposed_chunk(*dst.src[0]) * sizeof(float)) * n_threads;
+  return scratch_size(dst.src[0]->ne[0] * sizeof(float)) * n_threads;
 }
 
 void cpu_mul_mat_t(const Tensor& dst, const CpuThread& th) {
   const Tensor& w = *dst.src[0];
   const Tensor& x = *dst.src[1];
   const int64_t N = w.ne[0], K = w.ne[1], M = x.ne[1];
-  const int64_t chunk = transposed_chunk(w);
+  const int64_t chunk = transposed_chunk(dst, th.nth);
   const int64_t chunks = (N + chunk - 1) / chunk;
   const int64_t batches = dst.ne[2] * dst.ne[3];
-  float* tmp = th.scratch<float>(scratch_size(chunk * sizeof(float)));
+  float* tmp = th.scratch<float>(scratch_size(N * sizeof(float)));
   auto [i0, i1] = split_range(batches * chunks, th.ith, th.nth);
   for (int64_t item = i0; item < i1; ++item) {
     const int64_t b = item / chunks;
@@ -64,11 +73,15 @@ void cpu_mul_mat_t(const Tensor& dst, const CpuThread& th) {
     for (int64_t m = 0; m < M; ++m) std::memset(y + m * N + n0, 0, len * sizeof(float));
     const size_t col_offset = row_bytes(w.type, n0);
     for (int64_t k = 0; k < K; ++k) {
-      dequantize_row(w.type, wb + k * w.nb[1] + col_offset, tmp, len);
+      const float* row = reinterpret_cast<const float*>(wb + k * w.nb[1] + col_offset);
+      if (w.type != Type::F32) {
+        dequantize_row(w.type, wb + k * w.nb[1] + col_offset, tmp, len);
+        row = tmp;
+      }
       for (int64_t m = 0; m < M; ++m) {
         const float a = reinterpret_cast<const float*>(xb + m * x.nb[1])[k];
         float* ym = y + m * N + n0;
-        for (int64_t j = 0; j < len; ++j) ym[j] += a * tmp[j];
+        for (int64_t j = 0; j < len; ++j) ym[j] += a * row[j];
       }
     }
   }
