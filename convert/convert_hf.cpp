@@ -71,8 +71,6 @@ WriteReport convert_hf_checkpoint(const ConvertOptions& opts) {
     const ggl::Type type = types[i];
     writer.add_tensor(t->name, type, t->ne, [t, type, &progress](uint8_t* dst, size_t nbytes) {
       encode_rows(type, t->ne[0], t->rows(), t->fill, dst);
-      // The source pages are not needed again (k_b and v_b re-read kv_b from the page cache).
-      for (const StTensor* s : t->sources) s->file->release(*s);
       progress.tensor_done(t->name, nbytes);
     });
   }

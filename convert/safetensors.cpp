@@ -327,4 +327,10 @@ void read_f32(const StTensor& t, int64_t first, int64_t n, float* dst) {
   }
 }
 
+void read_f32_once(const StTensor& t, int64_t first, int64_t n, float* dst) {
+  read_f32(t, first, n, dst);
+  const size_t es = dtype_size(t.dtype);
+  release_file_pages(t.data + static_cast<size_t>(first) * es, static_cast<size_t>(n) * es);
+}
+
 }  // namespace latte::convert

@@ -90,5 +90,9 @@ class SafetensorsCheckpoint {
 // Converts n elements starting at element `first` of an F32, F16 or BF16 tensor to float32.
 // Other dtypes are an error naming the tensor.
 void read_f32(const StTensor& t, int64_t first, int64_t n, float* dst);
+// read_f32, then drops the pages just read from the resident set: for one pass over a tensor, so
+// that memory holds a chunk of it at a time rather than all of it. Reading them again is allowed
+// (they come back from the page cache).
+void read_f32_once(const StTensor& t, int64_t first, int64_t n, float* dst);
 
 }  // namespace latte::convert

@@ -49,8 +49,7 @@ PlannedTensor plan_copy(std::string name, const StTensor& t) {
   if (p.ne.empty()) p.ne = {1};
   const StTensor* src = &t;
   const int64_t ne0 = p.ne[0];
-  p.fill = [src, ne0](int64_t first, int64_t count, float* dst) { read_f32(*src, first * ne0, count * ne0, dst); };
-  p.sources = {src};
+  p.fill = [src, ne0](int64_t first, int64_t count, float* dst) { read_f32_once(*src, first * ne0, count * ne0, dst); };
   return p;
 }
 
@@ -64,11 +63,10 @@ PlannedTensor plan_merge_experts(std::string name, std::vector<const StTensor*> 
     for (int64_t r = first; r < first + count;) {
       const int64_t e = r / rows, local = r % rows;
       const int64_t n = std::min(rows - local, first + count - r);
-      read_f32(*experts[e], local * cols, n * cols, dst + (r - first) * cols);
+      read_f32_once(*experts[e], local * cols, n * cols, dst + (r - first) * cols);
       r += n;
     }
   };
-  p.sources = experts;
   return p;
 }
 
@@ -82,7 +80,7 @@ PlannedTensor plan_rope_permuted(std::string name, const StTensor& t, int64_t n_
   p.fill = [src, hd, cols](int64_t first, int64_t count, float* dst) {
     for (int64_t r = first; r < first + count; ++r) {
       const int64_t h = r / hd, i = r % hd, j = i / 2, k = i % 2;
-      read_f32(*src, (h * hd + k * (hd / 2) + j) * cols, cols, dst + (r - first) * cols);
+      read_f32_once(*src, (h * hd + k * (hd / 2) + j) * cols, cols, dst + (r - first) * cols);
     }
   };
   return p;
@@ -101,14 +99,13 @@ PlannedTensor plan_kv_b_to_k_b(std::string name, const StTensor& kv_b, int64_t n
     for (int64_t r = first; r < first + count; ++r) {
       const int64_t h = r / kv_lora, c = r % kv_lora;
       if (h != loaded) {
-        read_f32(*src, h * (nope + v) * kv_lora, nope * kv_lora, block.data());
+        read_f32_once(*src, h * (nope + v) * kv_lora, nope * kv_lora, block.data());
         loaded = h;
       }
       float* out = dst + (r - first) * nope;
       for (int64_t n = 0; n < nope; ++n) out[n] = block[static_cast<size_t>(n * kv_lora + c)];
     }
   };
-  p.sources = {src};
   return p;
 }
 
@@ -121,10 +118,9 @@ PlannedTensor plan_kv_b_to_v_b(std::string name, const StTensor& kv_b, int64_t n
   p.fill = [src, kv_lora, nope, v](int64_t first, int64_t count, float* dst) {
     for (int64_t r = first; r < first + count; ++r) {
       const int64_t h = r / v, j = r % v;
-      read_f32(*src, (h * (nope + v) + nope + j) * kv_lora, kv_lora, dst + (r - first) * kv_lora);
+      read_f32_once(*src, (h * (nope + v) + nope + j) * kv_lora, kv_lora, dst + (r - first) * kv_lora);
     }
   };
-  p.sources = {src};
   return p;
 }
 
