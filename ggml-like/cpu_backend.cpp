@@ -130,7 +130,7 @@ CpuBackend::CpuBackend(int n_threads) : n_threads_(n_threads > 0 ? n_threads : p
 CpuBackend::~CpuBackend() = default;
 
 void CpuBackend::compute(Graph& graph) {
-  const ArenaPlan plan = plan_arena(graph);
+  const ArenaPlan& plan = plans_.plan(graph);
   ensure(arena_, arena_size_, plan.size);
   last_plan_ = plan.size;
   last_naive_ = plan.naive_size;

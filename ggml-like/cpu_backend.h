@@ -1,12 +1,14 @@
 // The CPU executor: one OpenMP team runs the nodes of a graph in order, every kernel splitting its
-// work across the team, with a barrier between nodes. Intermediate results live in one arena
-// planned by plan_arena() and reused across calls; kernels get scratch space from a work buffer
-// sized by the most demanding node.
+// work across the team, with a barrier between nodes. Intermediate results live in one arena,
+// planned by plan_arena() once per graph shape and reused across calls; kernels get scratch space
+// from a work buffer sized by the most demanding node. Graphs too small to pay for
+// synchronisation run on fewer threads.
 #pragma once
 #include <cstdint>
 #include <memory>
 
 #include "ggml-like/graph_backend.h"
+#include "ggml-like/graph_plan.h"
 
 namespace ggl {
 
@@ -22,6 +24,7 @@ class CpuBackend final : public Backend {
 
   int n_threads() const { return n_threads_; }
   int last_threads() const { return last_threads_; }       // threads the last graph ran on
+  const PlanCache& plans() const { return plans_; }
   size_t arena_bytes() const { return arena_size_; }       // current arena capacity
   size_t last_plan_bytes() const { return last_plan_; }    // what the last graph needed
   size_t last_naive_bytes() const { return last_naive_; }  // ... without reuse
@@ -36,6 +39,7 @@ class CpuBackend final : public Backend {
   int threads_for(const Graph& graph) const;
 
   int n_threads_;
+  PlanCache plans_;
   Buffer arena_;
   size_t arena_size_ = 0;
   Buffer work_;

@@ -103,4 +103,35 @@ ArenaPlan plan_arena(const Graph& graph, size_t alignment) {
   return plan;
 }
 
+std::vector<uint64_t> plan_signature(const Graph& graph) {
+  const auto& tensors = graph.tensors();
+  std::vector<uint64_t> sig;
+  sig.reserve(tensors.size() * 2 + graph.nodes().size() * (kMaxSrc + 1) + 1);
+  sig.push_back(tensors.size());
+  for (const Tensor& t : tensors) {
+    sig.push_back(t.is_computed() ? t.span_bytes() : ~uint64_t{0});
+    sig.push_back(static_cast<uint64_t>(storage_base(&t)->index) | (t.is_output ? uint64_t{1} << 63 : 0));
+  }
+  for (const Tensor* n : graph.nodes()) {
+    sig.push_back(static_cast<uint64_t>(n->index));
+    for (const Tensor* s : n->src) sig.push_back(s ? static_cast<uint64_t>(storage_base(s)->index) : ~uint64_t{0});
+  }
+  return sig;
+}
+
+const ArenaPlan& PlanCache::plan(const Graph& graph) {
+  std::vector<uint64_t> sig = plan_signature(graph);
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].signature != sig) continue;
+    ++hits_;
+    std::rotate(entries_.begin() + static_cast<std::ptrdiff_t>(i), entries_.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                entries_.end());
+    return entries_.back().plan;
+  }
+  ++misses_;
+  if (entries_.size() == kEntries) entries_.erase(entries_.begin());
+  entries_.push_back({std::move(sig), plan_arena(graph)});
+  return entries_.back().plan;
+}
+
 }  // namespace ggl

@@ -420,6 +420,26 @@ TEST(Graph, ArenaReusesDeadResults) {
   for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(got[i], x[i] * std::pow(1.01f, 20), 1e-4f * (1 + std::fabs(x[i])));
 }
 
+TEST(Graph, PlansAreReusedForGraphsOfTheSameShape) {
+  // Views of a longer external buffer (like a growing cache) do not change the plan.
+  std::vector<float> x = random_floats(64 * 10, 25);
+  ggl::PlanCache cache;
+  auto build = [&](Graph& g, int64_t rows) {
+    Tensor* t = g.view(f32_tensor(g, x, {64, 10}, "x"), {64, rows, 1, 1}, {4, 256, 256 * rows, 256 * rows}, 0);
+    g.mark_output(g.scale(g.sum_rows(t), 2.0f));
+  };
+  Graph a, b, c;
+  build(a, 4);
+  build(b, 4);
+  build(c, 7);
+  cache.plan(a);
+  cache.plan(b);
+  EXPECT_EQ(cache.hits(), 1u);
+  cache.plan(c);  // results of another size: another plan
+  EXPECT_EQ(cache.misses(), 2u);
+  EXPECT_NE(ggl::plan_signature(a), ggl::plan_signature(c));
+}
+
 TEST(Graph, ResultsDoNotDependOnThreadCount) {
   const int64_t K = 64, N = 50, T = 9;
   Weights w = make_weights(Type::Q8_0, K, N, 23);
