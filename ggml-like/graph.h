@@ -63,7 +63,7 @@ class Graph {
 
   // ---- ops -------------------------------------------------------------------------------
   // table [K, R, A2, A3] (any weight type), ids i32 [n, I1, I2] -> f32 [K, n, I1, I2];
-  // A2 == I1 or 1, A3 == I2 or 1.
+  // A2 == I1 or 1, A3 == I2 or 1. Callers validate ids (an id outside the table yields zeros).
   Tensor* get_rows(Tensor* table, Tensor* ids);
   Tensor* rms_norm(Tensor* a, float eps);
   Tensor* add(Tensor* a, Tensor* b);

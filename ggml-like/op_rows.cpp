@@ -14,8 +14,12 @@ void cpu_get_rows(const Tensor& dst, const CpuThread& th) {
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t i1 = r % dst.ne[1], i2 = (r / dst.ne[1]) % dst.ne[2], i3 = r / (dst.ne[1] * dst.ne[2]);
     const int32_t id = ids.i32_row(i2, i3)[i1];
-    const uint8_t* src = table.row(id, i2 % table.ne[2], i3 % table.ne[3]);
-    dequantize_row(table.type, src, dst.f32_row(i1, i2, i3), dst.ne[0]);
+    float* out = dst.f32_row(i1, i2, i3);
+    if (id < 0 || id >= table.ne[1]) {  // callers validate ids; never read outside the table
+      std::memset(out, 0, dst.ne[0] * sizeof(float));
+      continue;
+    }
+    dequantize_row(table.type, table.row(id, i2 % table.ne[2], i3 % table.ne[3]), out, dst.ne[0]);
   }
 }
 
