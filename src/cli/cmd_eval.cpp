@@ -11,6 +11,7 @@
 
 #include "ggml-like/error.h"
 #include "src/cli/commands.h"
+#include "src/cli/session_flags.h"
 #include "src/model/session.h"
 
 namespace latte::cli {
@@ -37,13 +38,6 @@ std::vector<int32_t> read_tokens(const std::string& path) {
   return ids;
 }
 
-ggl::Type parse_cache_type(const std::string& name) {
-  const auto t = ggl::type_from_name(name);
-  if (!t || (*t != ggl::Type::F32 && *t != ggl::Type::F16 && *t != ggl::Type::BF16 && *t != ggl::Type::Q8_0))
-    ggl::fail("--cache-type '{}' is not one of f32, f16, bf16, q8_0", name);
-  return *t;
-}
-
 void write_logits(const std::string& path, const std::vector<float>& logits) {
   std::unique_ptr<FILE, int (*)(FILE*)> out(std::fopen(path.c_str(), "wb"), std::fclose);
   if (!out) ggl::fail("{}: cannot write the logits ({})", path, std::strerror(errno));
@@ -58,53 +52,36 @@ int cmd_eval(int argc, char** argv) {
       "Evaluate token ids with a model and write the logits of every position as float32\n"
       "little-endian [n_tokens][n_vocab]. Exactly the given ids are evaluated (no BOS added).",
       argv[0]};
-  std::string model_path, tokens_path, out_path, cache_name = "f16", mla_name = "auto";
-  int64_t batch = 512, decode_from = -1, n_ctx = 0;
-  int threads = 0;
+  std::string model_path, tokens_path, out_path;
+  int64_t decode_from = -1;
+  SessionFlags flags;
   app.add_option("-m,--model", model_path, "GGUF model (llama or deepseek2)")->required();
   app.add_option("--tokens", tokens_path, "file of whitespace-separated token ids")->required();
   app.add_option("--logits-out", out_path, "where to write the logits")->required();
-  app.add_option("--batch", batch, "evaluate in chunks of at most N tokens (default 512)")->check(CLI::PositiveNumber);
   app.add_option("--decode-from", decode_from,
                  "evaluate tokens [0, K) as a (chunked) prefill, the rest one token at a time through the cache")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--cache-type", cache_name,
-                 "cache element type: f32, f16 (default), bf16, q8_0. deepseek2 caches kv_lora + rope values per "
-                 "token and layer (the MLA latent); llama caches K and V per KV head");
-  app.add_option("--mla-mode", mla_name,
-                 "deepseek2 attention: auto (default; absorbed for decode, naive for a prefill when cheaper), "
-                 "absorb (W_UK/W_UV folded into queries/outputs, attends the cached latents) or naive (expands the "
-                 "latents into per-head K/V)");
-  app.add_option("-t,--threads", threads, "threads (default: number of physical cores)")->check(CLI::NonNegativeNumber);
-  app.add_option("-c,--ctx-size", n_ctx,
-                 "context size in tokens (default: min(4096, the model's training context), raised to the token "
-                 "count if that is larger but within the training context)")
-      ->check(CLI::PositiveNumber);
+  flags.add_to(app);
+  app.footer(
+      "Without -c the context is min(4096, the model's training context), raised to the token count when that is "
+      "larger but within the training context. --batch N evaluates the prefill in chunks of at most N tokens.");
   CLI11_PARSE(app, argc, argv);
 
-  const ggl::Type cache_type = parse_cache_type(cache_name);
-  const auto mla_mode = parse_mla_mode(mla_name);
-  if (!mla_mode) ggl::fail("--mla-mode '{}' is not one of auto, absorb, naive", mla_name);
+  SessionOptions options = flags.options();
   const std::vector<int32_t> tokens = read_tokens(tokens_path);
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (decode_from > n) ggl::fail("--decode-from {} is beyond the {} tokens", decode_from, n);
 
   const Model model(model_path);
   const Hparams& hp = model.hparams();
-  if (n_ctx == 0) {
-    n_ctx = std::max(default_context(hp), n);
+  if (options.n_ctx == 0) {
+    options.n_ctx = std::max(default_context(hp), n);
     if (n > hp.n_ctx_train)
       ggl::fail("{} tokens exceed the model's training context of {} (pass -c to use a larger context)", n,
                 hp.n_ctx_train);
   }
-  if (n > n_ctx) ggl::fail("{} tokens exceed the context of {} tokens", n, n_ctx);
+  if (n > options.n_ctx) ggl::fail("{} tokens exceed the context of {} tokens", n, options.n_ctx);
 
-  SessionOptions options;
-  options.n_ctx = n_ctx;
-  options.cache_type = cache_type;
-  options.mla_mode = *mla_mode;
-  options.n_threads = threads;
-  options.n_batch = batch;
   Session session(model, options);
 
   const std::span<const int32_t> all(tokens);

@@ -9,7 +9,7 @@ void SessionFlags::add_to(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   app.add_option("-t,--threads", threads, "threads (default: number of physical cores)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("-b,--batch-size", batch, "most prompt tokens evaluated in one step (default 512)")
+  app.add_option("-b,--batch,--batch-size", batch, "most prompt tokens evaluated in one step (default 512)")
       ->check(CLI::PositiveNumber);
   app.add_option("--cache-type", cache_type,
                  "cache element type: f32, f16 (default), bf16, q8_0. deepseek2 caches kv_lora + rope values per "
