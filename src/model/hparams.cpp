@@ -70,9 +70,11 @@ void read_llama(const Keys& k, Hparams& hp) {
     k.bad(k.key("rope.dimension_count") + " must be even and at most the head size " + std::to_string(hp.head_dim_k));
 }
 
-void read_deepseek2(const Keys& k, Hparams& hp) {
+void read_deepseek2(const ggl::GgufFile& file, const Keys& k, Hparams& hp) {
   MlaConfig& m = hp.mla;
-  m.q_lora_rank = k.integer_or("attention.q_lora_rank", 0);
+  // Whether queries go through a low-rank projection is decided by the tensors (V2-Lite has none).
+  const ggl::TensorInfo* q_a = file.find_tensor("blk.0.attn_q_a.weight");
+  m.q_lora_rank = q_a ? k.integer_or("attention.q_lora_rank", q_a->ne[1]) : 0;
   m.kv_lora_rank = k.positive("attention.kv_lora_rank", k.integer("attention.kv_lora_rank"));
   m.qk_rope = k.positive("rope.dimension_count", k.integer("rope.dimension_count"));
   // Current converters store the absorbed (MQA) view in key_length/value_length and the per-head
@@ -148,7 +150,7 @@ Hparams read_hparams(const ggl::GgufFile& file) {
 
   read_rope_scaling(k, hp);
   if (hp.arch == Arch::kLlama) read_llama(k, hp);
-  else read_deepseek2(k, hp);
+  else read_deepseek2(file, k, hp);
   return hp;
 }
 

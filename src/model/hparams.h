@@ -40,7 +40,7 @@ struct MoeConfig {
 
 // Multi-head latent attention (DeepSeek-V2/V3).
 struct MlaConfig {
-  int64_t q_lora_rank = 0;  // from metadata; the loader decides by which tensors exist
+  int64_t q_lora_rank = 0;  // 0: no attn_q_a tensors (queries projected directly, V2-Lite)
   int64_t kv_lora_rank = 0;
   int64_t qk_nope = 0;
   int64_t qk_rope = 0;
