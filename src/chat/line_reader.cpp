@@ -2,7 +2,9 @@
 
 #include <histedit.h>
 
+#include <clocale>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 namespace latte {
@@ -15,6 +17,9 @@ constexpr const char* kContinuationPrompt = ". ";
 
 LineReader::LineReader(Options options) : options_(std::move(options)) {
   if (!options_.terminal) return;
+  // libedit edits characters of the locale's encoding: without a UTF-8 locale it drops non-ASCII
+  // input, and models take UTF-8.
+  if (!std::setlocale(LC_CTYPE, "") || MB_CUR_MAX == 1) std::setlocale(LC_CTYPE, "C.UTF-8");
   el_ = el_init("latte", stdin, stdout, stderr);
   history_ = history_init();
   HistEvent ev;
@@ -62,11 +67,14 @@ LineReader::Result LineReader::read(std::string& text, const std::atomic<bool>& 
   while (true) {
     if (!read_line(line, any)) {
       if (interrupted.load()) {
+        bool typed = any;
         if (el_) {
+          const LineInfo* li = el_line(el_);
+          typed = typed || (li && li->lastchar > li->buffer);
           el_reset(el_);  // forget the half-typed line
           std::fputs("\n", stdout);
         }
-        return Result::kInterrupted;
+        return typed ? Result::kCancelled : Result::kInterrupted;
       }
       if (el_ && any == false) std::fputs("\n", stdout);  // Ctrl-D: end the prompt's line
       return any ? Result::kText : Result::kEnd;

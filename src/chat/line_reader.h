@@ -20,15 +20,16 @@ class LineReader {
     bool blocks = false;       // --multiline
     std::string history_path;  // terminal only; "" keeps no history
   };
-  enum class Result { kText, kEnd, kInterrupted };
+  enum class Result { kText, kEnd, kInterrupted, kCancelled };
 
   explicit LineReader(Options options);
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
 
-  // Reads the next input into text. kEnd: end of input (Ctrl-D); kInterrupted: Ctrl-C at the
-  // prompt (the flag set by the SIGINT handler was found set; the caller clears it).
+  // Reads the next input into text. kEnd: end of input (Ctrl-D); kInterrupted: Ctrl-C at an empty
+  // prompt; kCancelled: Ctrl-C discarded a half-typed input. (Ctrl-C is seen as the flag set by the
+  // SIGINT handler; the caller clears it.)
   Result read(std::string& text, const std::atomic<bool>& interrupted);
 
  private:

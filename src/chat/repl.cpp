@@ -88,6 +88,11 @@ int run_chat_repl(ChatSession& chat, const ReplOptions& options, std::atomic<boo
   std::string text;
   while (true) {
     const LineReader::Result r = reader.read(text, interrupted);
+    if (r == LineReader::Result::kCancelled) {
+      interrupted.store(false);
+      interrupted_at_prompt = false;
+      continue;
+    }
     if (r == LineReader::Result::kInterrupted) {
       interrupted.store(false);
       if (interrupted_at_prompt || !options.terminal) break;
