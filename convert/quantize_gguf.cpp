@@ -75,6 +75,9 @@ WriteReport quantize_gguf(const QuantizeOptions& o) {
     writer.add_tensor(t->name, j.type, ne, [t, j, &progress](uint8_t* dst, size_t nbytes) {
       if (j.copy) {
         std::memcpy(dst, t->data, nbytes);
+        // GgufFile(path) maps the file read-only, so pages can be dropped once read; the data
+        // section starts at data - offset.
+        release_file_pages(t->data, t->nbytes, t->data - t->offset);
       } else {
         const size_t in_row = ggl::row_bytes(t->type, t->ne[0]);
         const ggl::Type in_type = t->type;
@@ -82,13 +85,13 @@ WriteReport quantize_gguf(const QuantizeOptions& o) {
         const uint8_t* src = t->data;
         encode_rows(j.type, ne0, t->ne[1] * t->ne[2] * t->ne[3],
                     [=](int64_t first, int64_t count, float* out) {
+                      const uint8_t* rows = src + static_cast<size_t>(first) * in_row;
                       for (int64_t r = 0; r < count; ++r)
-                        ggl::dequantize_row(in_type, src + static_cast<size_t>(first + r) * in_row, out + r * ne0, ne0);
+                        ggl::dequantize_row(in_type, rows + static_cast<size_t>(r) * in_row, out + r * ne0, ne0);
+                      release_file_pages(rows, static_cast<size_t>(count) * in_row, src - t->offset);
                     },
                     dst);
       }
-      // GgufFile(path) maps the file read-only: its pages can be dropped once read.
-      release_file_pages(t->data, t->nbytes);
       progress.tensor_done(t->name, nbytes);
     });
   }

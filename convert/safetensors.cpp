@@ -212,7 +212,9 @@ const StTensor* SafetensorsFile::find(std::string_view name) const {
   return it == index_.end() ? nullptr : &tensors_[it->second];
 }
 
-void SafetensorsFile::release(const StTensor& t) const { release_file_pages(t.data, t.nbytes); }
+void SafetensorsFile::release_bytes(const uint8_t* data, size_t nbytes) const {
+  release_file_pages(data, nbytes, map_);
+}
 
 SafetensorsCheckpoint::SafetensorsCheckpoint(const std::string& dir) : dir_(dir) {
   const fs::path root(dir);
@@ -330,7 +332,7 @@ void read_f32(const StTensor& t, int64_t first, int64_t n, float* dst) {
 void read_f32_once(const StTensor& t, int64_t first, int64_t n, float* dst) {
   read_f32(t, first, n, dst);
   const size_t es = dtype_size(t.dtype);
-  release_file_pages(t.data + static_cast<size_t>(first) * es, static_cast<size_t>(n) * es);
+  t.file->release_bytes(t.data + static_cast<size_t>(first) * es, static_cast<size_t>(n) * es);
 }
 
 }  // namespace latte::convert

@@ -52,7 +52,9 @@ class SafetensorsFile {
   // Drops the mapped pages of a tensor from this process's resident set (they are re-read from
   // the page cache if touched again). Converting tensor by tensor this keeps peak RSS near the
   // size of one tensor instead of the whole checkpoint.
-  void release(const StTensor& t) const;
+  void release(const StTensor& t) const { release_bytes(t.data, t.nbytes); }
+  // The same for any byte range of the mapping.
+  void release_bytes(const uint8_t* data, size_t nbytes) const;
 
  private:
   void parse();

@@ -237,6 +237,31 @@ TEST(ConvertStories, TokenizerMatchesReferenceOnVocabTestTexts) {
   EXPECT_GT(n, 0u);
 }
 
+// Streaming: converting a 150 MB checkpoint holds about one output tensor (here at most 4 MiB)
+// plus the program itself, far less than the checkpoint.
+TEST(ConvertStreaming, PeakMemoryStaysFarBelowCheckpointSize) {
+  json config = {{"architectures", {"LlamaForCausalLM"}}, {"vocab_size", 2048}, {"hidden_size", 512},
+                 {"intermediate_size", 1024}, {"num_hidden_layers", 14}, {"num_attention_heads", 8},
+                 {"num_key_value_heads", 8}, {"max_position_embeddings", 256}, {"rms_norm_eps", 1e-5}};
+  const fs::path dir = fresh_dir("big") / "llama-150mb";
+  {
+    HfWeights w = random_llama(config, 11);
+    write_checkpoint(dir, config, w, Dtype::F32, 3);
+  }
+  uint64_t checkpoint_bytes = 0;
+  for (const auto& e : fs::directory_iterator(dir)) checkpoint_bytes += fs::file_size(e.path());
+  const fs::path out = dir.parent_path() / "out.gguf";
+  auto r = run_latte("convert " + q(dir) + " -o " + q(out) + " --type q8_0");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const size_t at = r.out.find("peak RSS ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const double mib = std::stod(r.out.substr(at + 9));
+  ASSERT_NE(r.out.find("MiB", at), std::string::npos) << r.out;
+  std::printf("checkpoint %.1f MiB, peak RSS %.1f MiB\n", checkpoint_bytes / 1048576.0, mib);
+  EXPECT_GT(checkpoint_bytes, 140u << 20);
+  EXPECT_LT(mib, 40.0) << r.out;
+}
+
 // ---- malformed inputs ----------------------------------------------------------------------
 
 // A writable copy of the shared checkpoint made of symlinks, to break one file at a time.
