@@ -1,0 +1,89 @@
+#include "src/synth/synth_writer.h"
+
+#include <cstdio>
+#include <vector>
+
+#include "convert/progress.h"
+#include "convert/tensor_types.h"
+#include "ggml-like/error.h"
+#include "src/synth/random_weights.h"
+#include "src/synth/synth_plan.h"
+
+namespace latte::synth {
+
+std::string copy_tokenizer(const std::string& path, int64_t n_vocab, ggl::Metadata& md) {
+  const ggl::GgufFile vocab(path);
+  const ggl::Metadata& src = vocab.metadata();
+  const ggl::Value* tokens = src.find("tokenizer.ggml.tokens");
+  const ggl::Array* list = tokens ? std::get_if<ggl::Array>(&tokens->data) : nullptr;
+  if (!list) ggl::fail("{}: no tokenizer.ggml.tokens array: not a vocabulary GGUF", path);
+  if (static_cast<int64_t>(list->items.size()) != n_vocab)
+    ggl::fail("{}: the vocabulary has {} tokens but the model's is {}", path, list->items.size(), n_vocab);
+  for (const auto& [key, value] : src.entries())
+    if (key.starts_with("tokenizer.")) md.set(key, value);
+  const std::string model = src.get_or<std::string>("tokenizer.ggml.model", "?");
+  const std::string pre = src.get_or<std::string>("tokenizer.ggml.pre", "");
+  return fmt::format("{}{}{}, {} tokens (from {})", model, pre.empty() ? "" : "/", pre, n_vocab, path);
+}
+
+SynthReport write_synthetic_model(const SynthOptions& opts) {
+  auto notice = [&](std::string_view msg) {
+    if (opts.on_notice)
+      opts.on_notice(msg);
+    else
+      std::fprintf(stderr, "latte synth: notice: %.*s\n", static_cast<int>(msg.size()), msg.data());
+  };
+  if (!convert::parse_output_type(ggl::type_name(opts.type)))
+    ggl::fail("--type {} is not an output type ({})", ggl::type_name(opts.type), convert::output_type_names());
+  const Geometry& g = opts.geometry;
+  const std::vector<SynthTensor> tensors = plan_tensors(g, opts.layout);
+
+  ggl::GgufWriter writer;
+  ggl::Metadata& md = writer.metadata();
+  convert::put_str(md, "general.architecture", "deepseek2");
+  convert::put_str(md, "general.name", opts.name.empty() ? g.title + " (synthetic)" : opts.name);
+  add_hparams(g, opts.layout, md);
+  convert::put_u32(md, "general.file_type", convert::file_type_for(opts.type));
+  if (ggl::traits(opts.type).quantized) convert::put_u32(md, "general.quantization_version", 2);
+
+  SynthReport report;
+  report.n_params = parameter_count(tensors);
+  if (opts.vocab_path.empty()) {
+    convert::put_str(md, "tokenizer.ggml.model", "none");  // token ids only
+  } else {
+    report.write.tokenizer = copy_tokenizer(opts.vocab_path, g.n_vocab, md);
+  }
+
+  std::vector<ggl::Type> types;
+  uint64_t total = 0;
+  for (const SynthTensor& t : tensors) {
+    const convert::TypeChoice c = convert::choose_type(t.name, t.ne, opts.type);
+    if (!c.notice.empty()) notice(c.notice);
+    types.push_back(c.type);
+    total += ggl::row_bytes(c.type, t.ne[0]) * static_cast<uint64_t>(t.rows());
+    report.write.per_type[std::string(ggl::type_name(c.type))]++;
+  }
+  convert::Progress progress(tensors.size(), total, opts.progress);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const SynthTensor* t = &tensors[i];
+    const ggl::Type type = types[i];
+    const uint64_t seed = opts.seed;
+    writer.add_tensor(t->name, type, t->ne, [t, type, seed, &progress](uint8_t* dst, size_t nbytes) {
+      const RandomWeights random(seed, *t);
+      convert::encode_rows(
+          type, t->ne[0], t->rows(),
+          [&random](int64_t first, int64_t count, float* rows) { random.fill(first, count, rows); }, dst);
+      progress.tensor_done(t->name, nbytes);
+    });
+  }
+  writer.write(opts.output_path);
+  progress.finish();
+
+  report.write.n_tensors = tensors.size();
+  report.write.bytes = total;
+  report.write.seconds = progress.elapsed_seconds();
+  report.write.peak_rss = convert::peak_rss_bytes();
+  return report;
+}
+
+}  // namespace latte::synth
