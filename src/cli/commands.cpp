@@ -10,6 +10,8 @@ const Command kCommands[] = {
     {"convert", "convert a Hugging Face model directory (safetensors) to GGUF", cmd_convert},
     {"quantize", "re-quantize a GGUF file's weights (q8_0, q4_0, q4_1, f16, ...)", cmd_quantize},
     {"eval", "evaluate token ids and write the logits of every position (float32)", cmd_eval},
+    {"bench", "measure prompt (pp) and generation (tg) speed, llama-bench style; --roofline: DRAM bound", cmd_bench},
+    {"synth", "write a synthetic DeepSeek GGUF (V2-Lite/V2/V3 geometry, seeded random weights)", cmd_synth},
 };
 const int kCommandCount = static_cast<int>(sizeof(kCommands) / sizeof(kCommands[0]));
 

@@ -1,0 +1,70 @@
+// llama-bench-style measurements on a latte Session.
+//   pp N @ dD: N prompt tokens evaluated as one batch (split into ubatches of n_batch) on top of D
+//              cached tokens; t/s = N / seconds.
+//   tg N @ dD: N single-token decode steps (last-position logits only) after D cached tokens;
+//              t/s = N / seconds.
+// The D cached tokens are filled once per (threads, depth) group, untimed, and every repetition
+// starts by truncating the session back to D. One untimed warm-up run precedes the timed ones
+// (the whole prompt for pp, one step for tg, as llama-bench does). Token ids are random
+// in-vocabulary ids from a fixed seed.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "src/model/model.h"
+#include "src/model/session.h"
+
+namespace latte::bench {
+
+struct BenchTest {
+  int64_t n_prompt = 0;  // exactly one of n_prompt, n_gen is non-zero
+  int64_t n_gen = 0;
+  int64_t n_depth = 0;
+  int threads = 1;
+
+  bool is_generation() const { return n_gen > 0; }
+  int64_t n_tokens() const { return n_prompt + n_gen; }
+  std::string name() const;  // "pp512", "tg128", "pp512 @ d4096"
+};
+
+struct BenchResult {
+  BenchTest test;
+  std::vector<double> seconds;  // per repetition
+
+  std::vector<double> samples_ts() const;  // tokens per second per repetition
+  double avg_ts() const;
+  double stddev_ts() const;  // sample standard deviation (0 for one repetition)
+  double avg_seconds() const;
+  double stddev_seconds() const;
+};
+
+struct BenchOptions {
+  std::vector<int64_t> n_prompt{512};
+  std::vector<int64_t> n_gen{128};
+  std::vector<int64_t> n_depth{0};
+  std::vector<int> threads;  // empty: one per physical core
+  int repetitions = 5;
+  bool warmup = true;
+  uint64_t seed = 42;
+  SessionOptions session;  // cache type, MLA mode, n_batch (n_ctx and n_threads are set per test)
+};
+
+// The tests in llama-bench's order: for each thread count, for each depth, the pp tests then
+// the tg tests. 0 in the prompt or generation list skips that kind of test. Throws ggl::Error
+// for negative sizes, fewer than one repetition or thread, or nothing to run.
+std::vector<BenchTest> expand_tests(const BenchOptions& options);
+
+// Runs every test, calling on_result as each finishes; on_status (optional) hears what is
+// being done ("filling 4096 tokens", ...).
+void run_bench(const Model& model, const BenchOptions& options,
+               const std::function<void(const BenchResult&)>& on_result,
+               const std::function<void(const std::string&)>& on_status = {});
+
+// Reads one byte per page of every tensor so that the first timed run does not pay for page
+// faults of the memory-mapped weights. Returns a checksum of the bytes read (returned so that
+// the reads cannot be optimised away).
+uint64_t prefault_weights(const Model& model);
+
+}  // namespace latte::bench

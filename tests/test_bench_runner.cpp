@@ -1,0 +1,123 @@
+// The bench runner: which tests a set of lists expands to (llama-bench's order), the statistics
+// of a result, and a real run on a fixture.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ggml-like/cpu_backend.h"
+#include "ggml-like/error.h"
+#include "src/bench/bench_report.h"
+#include "src/bench/bench_runner.h"
+#include "tests/test_support.h"
+
+namespace {
+
+using latte::bench::BenchOptions;
+using latte::bench::BenchResult;
+using latte::bench::BenchTest;
+
+std::vector<std::string> names(const std::vector<BenchTest>& tests) {
+  std::vector<std::string> n;
+  for (const BenchTest& t : tests) n.push_back(t.name() + " t" + std::to_string(t.threads));
+  return n;
+}
+
+TEST(BenchRunner, ExpandsListsInLlamaBenchOrder) {
+  BenchOptions o;
+  o.n_prompt = {512, 1024};
+  o.n_gen = {128};
+  o.n_depth = {0, 4096};
+  o.threads = {1, 2};
+  EXPECT_EQ(names(latte::bench::expand_tests(o)),
+            (std::vector<std::string>{"pp512 t1", "pp1024 t1", "tg128 t1", "pp512 @ d4096 t1", "pp1024 @ d4096 t1",
+                                      "tg128 @ d4096 t1", "pp512 t2", "pp1024 t2", "tg128 t2", "pp512 @ d4096 t2",
+                                      "pp1024 @ d4096 t2", "tg128 @ d4096 t2"}));
+}
+
+TEST(BenchRunner, ZeroSkipsAKindOfTestAndDefaultsArePhysicalCores) {
+  BenchOptions o;
+  o.n_prompt = {0};
+  o.n_gen = {16};
+  const std::vector<BenchTest> tests = latte::bench::expand_tests(o);
+  ASSERT_EQ(tests.size(), 1u);
+  EXPECT_EQ(tests[0].name(), "tg16");
+  EXPECT_EQ(tests[0].threads, ggl::physical_core_count());
+}
+
+TEST(BenchRunner, RejectsBadLists) {
+  auto expect_error = [](BenchOptions o, const std::string& what) {
+    try {
+      latte::bench::expand_tests(o);
+      ADD_FAILURE() << "no error, expected " << what;
+    } catch (const ggl::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  BenchOptions o;
+  o.n_prompt = {-1};
+  expect_error(o, "-p -1");
+  o = {};
+  o.n_depth = {-5};
+  expect_error(o, "-d -5");
+  o = {};
+  o.threads = {0};
+  expect_error(o, "-t 0");
+  o = {};
+  o.repetitions = 0;
+  expect_error(o, "-r 0");
+  o = {};
+  o.n_prompt = {0};
+  o.n_gen = {0};
+  expect_error(o, "nothing to run");
+}
+
+TEST(BenchRunner, MeanAndSampleStddevOfTokensPerSecond) {
+  BenchResult r{{0, 4, 0, 1}, {1.0, 2.0, 4.0}};  // tg4 in 1, 2 and 4 seconds: 4, 2, 1 t/s
+  EXPECT_EQ(r.samples_ts(), (std::vector<double>{4.0, 2.0, 1.0}));
+  EXPECT_DOUBLE_EQ(r.avg_ts(), 7.0 / 3.0);
+  // Sample (n - 1) standard deviation.
+  const double m = 7.0 / 3.0;
+  EXPECT_DOUBLE_EQ(r.stddev_ts(), std::sqrt(((4 - m) * (4 - m) + (2 - m) * (2 - m) + (1 - m) * (1 - m)) / 2.0));
+  EXPECT_DOUBLE_EQ(r.avg_seconds(), 7.0 / 3.0);
+  BenchResult one{{16, 0, 0, 1}, {0.5}};
+  EXPECT_DOUBLE_EQ(one.avg_ts(), 32.0);
+  EXPECT_EQ(one.stddev_ts(), 0.0);
+}
+
+TEST(BenchRunner, RunsEveryTestOnAFixture) {
+  LATTE_REQUIRE_SHARED("fixtures/ds2-v2-tiny-q8_0.gguf");
+  const latte::Model model((latte::testing::shared_dir() / "fixtures/ds2-v2-tiny-q8_0.gguf").string());
+  BenchOptions o;
+  o.n_prompt = {8};
+  o.n_gen = {3};
+  o.n_depth = {0, 5};
+  o.threads = {1};
+  o.repetitions = 2;
+  std::vector<BenchResult> results;
+  std::vector<std::string> status;
+  latte::bench::run_bench(
+      model, o, [&](const BenchResult& r) { results.push_back(r); },
+      [&](const std::string& s) { status.push_back(s); });
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(results[0].test.name(), "pp8");
+  EXPECT_EQ(results[3].test.name(), "tg3 @ d5");
+  for (const BenchResult& r : results) {
+    ASSERT_EQ(r.seconds.size(), 2u);
+    for (double s : r.seconds) EXPECT_GT(s, 0.0);
+    EXPECT_GT(r.avg_ts(), 0.0);
+  }
+  // The depth is filled once for the d5 group.
+  EXPECT_EQ(std::count(status.begin(), status.end(), "filling the cache with 5 tokens (1 threads)"), 1);
+}
+
+TEST(BenchReport, SizesAndParamsAsLlamaBenchPrintsThem) {
+  EXPECT_EQ(latte::bench::format_size(uint64_t{8} * 1024 * 1024 * 1024 + 300'000'000), "8.28 GiB");
+  EXPECT_EQ(latte::bench::format_size(6537376), "6.23 MiB");
+  EXPECT_EQ(latte::bench::format_params(15706484224), "15.71 B");
+  EXPECT_EQ(latte::bench::format_params(3'250'000), "3.25 M");
+}
+
+}  // namespace
