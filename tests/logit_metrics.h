@@ -77,25 +77,4 @@ inline LogitMetrics compare_logits(const std::vector<float>& ref, const std::vec
   return m;
 }
 
-// The metrics over all positions but the `n_drop` with the largest KL (isolated positions where a
-// discrete decision such as MoE expert routing flipped under rounding noise).
-inline LogitMetrics compare_logits_dropping_worst(const std::vector<float>& ref, const std::vector<float>& cand,
-                                                  size_t n_vocab, size_t n_drop) {
-  const size_t n_pos = ref.size() / n_vocab;
-  std::vector<std::pair<double, size_t>> kl;
-  for (size_t p = 0; p < n_pos; ++p) {
-    const std::vector<float> r(ref.begin() + p * n_vocab, ref.begin() + (p + 1) * n_vocab);
-    const std::vector<float> c(cand.begin() + p * n_vocab, cand.begin() + (p + 1) * n_vocab);
-    kl.emplace_back(compare_logits(r, c, n_vocab).max_kl, p);
-  }
-  std::sort(kl.begin(), kl.end());
-  std::vector<float> r2, c2;
-  for (size_t i = 0; i + n_drop < kl.size(); ++i) {
-    const size_t p = kl[i].second;
-    r2.insert(r2.end(), ref.begin() + p * n_vocab, ref.begin() + (p + 1) * n_vocab);
-    c2.insert(c2.end(), cand.begin() + p * n_vocab, cand.begin() + (p + 1) * n_vocab);
-  }
-  return compare_logits(r2, c2, n_vocab);
-}
-
 }  // namespace latte::testing
