@@ -68,6 +68,16 @@ TEST(InfoCli, PerTypeTotalsAndBitsPerWeight) {
   EXPECT_NE(r.out.find("8.50 bits/weight"), std::string::npos) << r.out;
 }
 
+TEST(InfoCli, LatentCacheBytesNextToPerHeadKv) {
+  LATTE_REQUIRE_SHARED("fixtures/ds2-lite-27l-q8_0.gguf");
+  auto r = run_latte("info '" + (shared_dir() / "fixtures/ds2-lite-27l-q8_0.gguf").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // 27 layers x (512 + 64) latent values x 2 bytes.
+  EXPECT_NE(r.out.find("kv cache:      30.38 KiB per token at f16 (1152 B per layer); per-head K/V would take"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(InfoCli, VocabularyFileShowsTokenizer) {
   LATTE_REQUIRE_SHARED("vocab/ggml-vocab-deepseek-llm.gguf");
   auto r = run_latte("info '" + (shared_dir() / "vocab/ggml-vocab-deepseek-llm.gguf").string() + "'");

@@ -7,6 +7,7 @@
 
 #include "ggml-like/gguf.h"
 #include "src/cli/commands.h"
+#include "src/model/cache_footprint.h"
 
 namespace latte::cli {
 namespace {
@@ -95,6 +96,18 @@ void print_tensor_summary(const ggl::GgufFile& file) {
                8.0 * static_cast<double>(t.bytes) / static_cast<double>(t.elements));
 }
 
+// For files latte can run: the cache cost per token at the default 16-bit element type, next to
+// what caching per-head K and V would take (the MLA saving).
+void print_cache_footprint(const ggl::GgufFile& file) {
+  const latte::KvCacheFootprint f = latte::kv_cache_footprint(file, ggl::Type::F16);
+  std::string line = fmt::format("kv cache:      {} per token at f16 ({} B per layer)",
+                                 human_bytes(static_cast<double>(f.bytes_per_token)), f.bytes_per_token_and_layer());
+  if (f.per_head_kv_bytes_per_token != f.bytes_per_token)
+    line += fmt::format("; per-head K/V would take {} B per layer ({:.1f}x)", f.per_head_kv_bytes_per_token_and_layer(),
+                        static_cast<double>(f.per_head_kv_bytes_per_token) / static_cast<double>(f.bytes_per_token));
+  fmt::print("{}\n", line);
+}
+
 }  // namespace
 
 int cmd_info(int argc, char** argv) {
@@ -117,6 +130,7 @@ int cmd_info(int argc, char** argv) {
   }
   print_tokenizer(md);
   print_tensor_summary(file);
+  if (!file.tensors().empty() && (arch == "deepseek2" || arch == "llama")) print_cache_footprint(file);
 
   if (list_tensors)
     for (const ggl::TensorInfo& t : file.tensors())
