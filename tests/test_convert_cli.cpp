@@ -171,12 +171,24 @@ TEST(ConvertStories, Q8_0LogitsWithinQuantizedThresholds) {
   auto r = run_latte("quantize " + q(gguf) + " " + q(dequantized) + " f32 --allow-requantize");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto exact = eval_all(dequantized.string(), tokens);
+  const auto ours = eval_all(gguf, tokens);
   auto o = latte::testing::compare_logits(exact, oracle, 512);
-  auto m = latte::testing::compare_logits(exact, eval_all(gguf, tokens), 512);
+  auto m = latte::testing::compare_logits(exact, ours, 512);
   EXPECT_LE(m.nrmse, std::max(1.25 * o.nrmse, 0.005));
   EXPECT_LE(m.mean_kl, std::max(1.5 * o.mean_kl, 1e-4));
   std::printf("q8_0 vs exact: nrmse %.2e mean_kl %.2e top1 %.3f (oracle: nrmse %.2e mean_kl %.2e top1 %.3f)\n",
               m.nrmse, m.mean_kl, m.top1, o.nrmse, o.mean_kl, o.top1);
+
+  // The same rule against the unquantized model's reference logits: quantizing the weights may
+  // move the result no further from the F32 model than it moved the oracle's own Q8_0 run.
+  LATTE_REQUIRE_SHARED("models/tiny-mla-stories-f32.logits.f32");
+  const auto f32_ref = latte::testing::read_f32_file(shared_dir() / "models/tiny-mla-stories-f32.logits.f32");
+  auto o32 = latte::testing::compare_logits(f32_ref, oracle, 512);
+  auto m32 = latte::testing::compare_logits(f32_ref, ours, 512);
+  EXPECT_LE(m32.nrmse, std::max(1.25 * o32.nrmse, 0.005));
+  EXPECT_LE(m32.mean_kl, std::max(1.5 * o32.mean_kl, 1e-4));
+  std::printf("q8_0 vs f32 model: nrmse %.2e mean_kl %.2e top1 %.3f (oracle: nrmse %.2e mean_kl %.2e top1 %.3f)\n",
+              m32.nrmse, m32.mean_kl, m32.top1, o32.nrmse, o32.mean_kl, o32.top1);
 }
 
 // Greedy decoding, one token at a time after the prompt, as `latte run --temp 0` does.
