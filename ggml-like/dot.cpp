@@ -208,7 +208,7 @@ struct DecodeQ4_1 {
 // after chunk in the same order whatever R and C are, so batched and single-column results are
 // bit-identical; the R * C accumulators are the independent chains that keep the FMA units busy.
 template <class Decode, int R, int C>
-void dot_tile(const uint8_t* const* rows, int64_t n, const float* const* xs, float (*out)[C]) {
+void dot_tile(const uint8_t* const* rows, int64_t n, const float* const* xs, float (*out)[C], size_t prefetch_stride = 0) {
   Floats acc[R][C];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) acc[r][c] = Floats(0.0f);
@@ -218,7 +218,12 @@ void dot_tile(const uint8_t* const* rows, int64_t n, const float* const* xs, flo
     // Decode the R rows' chunks first, then stream each column's activations past them: the
     // activations (possibly from L2 when there are several columns) are loaded once per chunk.
     Floats w[R][kVecsPerChunk];
-    for (int r = 0; r < R; ++r) Decode::chunk(rows[r] + k * Decode::kChunkBytes, w[r]);
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* p = rows[r] + k * Decode::kChunkBytes;
+      // The next tile's rows: R short interleaved streams defeat the hardware prefetcher.
+      if (prefetch_stride) __builtin_prefetch(p + prefetch_stride);
+      Decode::chunk(p, w[r]);
+    }
     for (int c = 0; c < C; ++c) {
       for (int v = 0; v < kVecsPerChunk; ++v) {
         const Floats x = Floats::load_unaligned(xs[c] + k * kChunk + v * kLanes);
@@ -246,7 +251,7 @@ void rows_times_columns(const uint8_t* w, size_t row_stride, int64_t n, const fl
     const uint8_t* rows[T];
     float out[T][C];
     for (int r = 0; r < T; ++r) rows[r] = w + static_cast<size_t>(r0 + r) * row_stride;
-    dot_tile<Decode, T, C>(rows, n, xs, out);
+    dot_tile<Decode, T, C>(rows, n, xs, out, T * row_stride);
     for (int r = 0; r < T; ++r)
       for (int c = 0; c < C; ++c) ys[c][r0 + r] = out[r][c];
     r0 += T;
