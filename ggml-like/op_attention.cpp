@@ -2,11 +2,24 @@
 // number of query heads per KV head (MHA, GQA, MQA). K and V rows are decoded once per key and
 // used by every query head of their group. With fewer (token, KV head) items than threads — a
 // decode step of MQA — the keys are split across threads and the partial softmax states merged.
+//
+// Groups of several heads (GQA, and MLA's absorbed MQA with every head on one latent cache) run
+// "heads on lanes" with AVX-512: the 16 heads of a chunk sit in the lanes of one vector, so a key
+// block's scores are a [16 x Dk] by [Dk x 32] product of broadcast key elements and the
+// weighted sum of values a [16 x 32] by [32 x Dv] one; each cached row is read once for all heads,
+// there are no horizontal sums, and the softmax is updated once per block of keys.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "ggml-like/cpu_kernels.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+#include <xsimd/xsimd.hpp>
+#define GGL_ATTN_WIDE 1
+#endif
 #include "ggml-like/dot.h"
 #include "ggml-like/quant.h"
 
@@ -34,7 +47,15 @@ struct Scratch {
   float* acc;  // running sum of exp(score - m) * v, G rows of Dv
 };
 
-size_t scratch_floats(const Dims& d) { return d.Dk + d.Dv + 3 * d.G + d.G * d.Dv + 64; }
+// Heads-on-lanes scratch (see the file comment): transposed scaled queries [Dk][16], transposed
+// accumulators [Dv][16], a block's scores [kKeyBlock][16], and its decoded K and V rows.
+constexpr int kHeadLanes = 16;
+constexpr int64_t kKeyBlock = 32;
+size_t wide_floats(const Dims& d) {
+  return kHeadLanes * (d.Dk + d.Dv + kKeyBlock) + kKeyBlock * (d.Dk + d.Dv) + 64;
+}
+
+size_t scratch_floats(const Dims& d) { return d.Dk + d.Dv + 3 * d.G + d.G * d.Dv + 64 + wide_floats(d); }
 size_t per_thread_bytes(const Dims& d) { return scratch_size(scratch_floats(d) * sizeof(float)); }
 // Partial states for the split-keys mode: per thread, G * (Dv + 2) floats.
 size_t partial_floats(const Dims& d) { return d.G * (d.Dv + 2); }
@@ -49,6 +70,11 @@ Scratch scratch_for(const Dims& d, const CpuThread& th) {
   s.l = s.m + d.G;
   s.acc = s.l + d.G;
   return s;
+}
+
+float* wide_scratch(const Dims& d, const Scratch& s) {
+  float* p = s.acc + d.G * d.Dv;
+  return p + (64 - reinterpret_cast<uintptr_t>(p) % 64) % 64 / sizeof(float);  // 64-byte aligned
 }
 
 // Online softmax over keys [j0, j1) for query token t and the G heads of KV head hkv.
@@ -96,6 +122,120 @@ void attend(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int64_t j0
   }
 }
 
+#if defined(GGL_ATTN_WIDE)
+using Vec = xsimd::batch<float, xsimd::avx512f>;
+
+// Online softmax over keys [j0, j1) for query token t and heads [g0, g0 + gn) (gn <= 16) of KV
+// head hkv, heads on lanes; leaves the same state as attend() for those heads.
+void attend_wide(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int64_t g0, int64_t gn, int64_t j0,
+                 int64_t j1, const Scratch& s) {
+  const Tensor& q = *dst.src[0];
+  const Tensor& k = *dst.src[1];
+  const Tensor& v = *dst.src[2];
+  const float scale = dst.params[0].f;
+  const bool v_in_k = v.type == k.type && v.data == k.data && v.nb[1] == k.nb[1] && v.nb[2] == k.nb[2];
+  float* qt = wide_scratch(d, s);
+  float* acc = qt + kHeadLanes * d.Dk;
+  float* sc = acc + kHeadLanes * d.Dv;
+  float* krows_f = sc + kHeadLanes * kKeyBlock;
+  float* vrows_f = krows_f + kKeyBlock * d.Dk;
+
+  // Scaled queries, transposed; unused lanes are zero (their scores are 0 and ignored).
+  for (int64_t g = 0; g < kHeadLanes; ++g) {
+    const float* qr = g < gn ? q.f32_row(hkv * d.G + g0 + g, t) : nullptr;
+    for (int64_t i = 0; i < d.Dk; ++i) qt[i * kHeadLanes + g] = qr ? qr[i] * scale : 0.0f;
+  }
+  std::fill(acc, acc + kHeadLanes * d.Dv, 0.0f);
+  Vec m(-INFINITY), l(0.0f);
+
+  const float* krow[kKeyBlock];
+  const float* vrow[kKeyBlock];
+  for (int64_t jb = j0; jb < j1; jb += kKeyBlock) {
+    const int64_t nk = std::min(kKeyBlock, j1 - jb);
+    for (int64_t j = 0; j < nk; ++j) {
+      const uint8_t* kr = k.row(hkv, jb + j);
+      if (k.type == Type::F32) {
+        krow[j] = reinterpret_cast<const float*>(kr);
+      } else {
+        dequantize_row(k.type, kr, krows_f + j * d.Dk, d.Dk);
+        krow[j] = krows_f + j * d.Dk;
+      }
+      if (v_in_k) {
+        vrow[j] = krow[j];
+      } else if (v.type == Type::F32) {
+        vrow[j] = reinterpret_cast<const float*>(v.row(hkv, jb + j));
+      } else {
+        dequantize_row(v.type, v.row(hkv, jb + j), vrows_f + j * d.Dv, d.Dv);
+        vrow[j] = vrows_f + j * d.Dv;
+      }
+    }
+    // Scores, 8 keys at a time (8 independent accumulators); a short last group repeats key 0.
+    for (int64_t j = 0; j < nk; j += 8) {
+      const float* kk[8];
+      for (int i = 0; i < 8; ++i) kk[i] = krow[j + i < nk ? j + i : 0];
+      Vec a[8];
+      for (auto& x : a) x = Vec(0.0f);
+      for (int64_t i = 0; i < d.Dk; ++i) {
+        const Vec qv = Vec::load_aligned(qt + i * kHeadLanes);
+        for (int r = 0; r < 8; ++r) a[r] = xsimd::fma(qv, Vec(kk[r][i]), a[r]);
+      }
+      for (int r = 0; r < 8 && j + r < nk; ++r) a[r].store_aligned(sc + (j + r) * kHeadLanes);
+    }
+    // Softmax update for the block.
+    Vec mb = m;
+    for (int64_t j = 0; j < nk; ++j) mb = xsimd::max(mb, Vec::load_aligned(sc + j * kHeadLanes));
+    const Vec c = xsimd::exp(m - mb);  // 0 for the first block
+    l *= c;
+    for (int64_t j = 0; j < nk; ++j) {
+      const Vec p = xsimd::exp(Vec::load_aligned(sc + j * kHeadLanes) - mb);
+      p.store_aligned(sc + j * kHeadLanes);
+      l += p;
+    }
+    m = mb;
+    // acc[i] = acc[i] * c + sum_j p_j * v_j[i], 8 value elements at a time.
+    int64_t i = 0;
+    for (; i + 8 <= d.Dv; i += 8) {
+      Vec o[8];
+      for (int r = 0; r < 8; ++r) o[r] = Vec::load_aligned(acc + (i + r) * kHeadLanes) * c;
+      for (int64_t j = 0; j < nk; ++j) {
+        const Vec p = Vec::load_aligned(sc + j * kHeadLanes);
+        const float* vr = vrow[j] + i;
+        for (int r = 0; r < 8; ++r) o[r] = xsimd::fma(p, Vec(vr[r]), o[r]);
+      }
+      for (int r = 0; r < 8; ++r) o[r].store_aligned(acc + (i + r) * kHeadLanes);
+    }
+    for (; i < d.Dv; ++i) {
+      Vec o = Vec::load_aligned(acc + i * kHeadLanes) * c;
+      for (int64_t j = 0; j < nk; ++j) o = xsimd::fma(Vec::load_aligned(sc + j * kHeadLanes), Vec(vrow[j][i]), o);
+      o.store_aligned(acc + i * kHeadLanes);
+    }
+  }
+
+  alignas(64) float mv[kHeadLanes], lv[kHeadLanes];
+  m.store_aligned(mv);
+  l.store_aligned(lv);
+  for (int64_t g = 0; g < gn; ++g) {
+    s.m[g0 + g] = mv[g];
+    s.l[g0 + g] = lv[g];
+    float* out = s.acc + (g0 + g) * d.Dv;
+    for (int64_t i = 0; i < d.Dv; ++i) out[i] = acc[i * kHeadLanes + g];
+  }
+}
+#endif
+
+// Every head of KV head hkv: heads on lanes for groups of several heads, else one head at a time.
+void attend_group(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int64_t j0, int64_t j1,
+                  const Scratch& s) {
+#if defined(GGL_ATTN_WIDE)
+  if (d.G >= 2) {
+    for (int64_t g0 = 0; g0 < d.G; g0 += kHeadLanes)
+      attend_wide(dst, d, t, hkv, g0, std::min<int64_t>(kHeadLanes, d.G - g0), j0, j1, s);
+    return;
+  }
+#endif
+  attend(dst, d, t, hkv, j0, j1, s);
+}
+
 int64_t visible_keys(const Tensor& dst, const Dims& d, int64_t t) {
   const int32_t pos = reinterpret_cast<const int32_t*>(dst.src[3]->data)[t];
   return std::clamp<int64_t>(static_cast<int64_t>(pos) + 1, 0, d.Nkv);
@@ -117,7 +257,7 @@ void cpu_flash_attn(const Tensor& dst, const CpuThread& th) {
     auto [i0, i1] = split_range(items, th.ith, th.nth);
     for (int64_t item = i0; item < i1; ++item) {
       const int64_t t = item / d.Hkv, hkv = item % d.Hkv;
-      attend(dst, d, t, hkv, 0, visible_keys(dst, d, t), s);
+      attend_group(dst, d, t, hkv, 0, visible_keys(dst, d, t), s);
       for (int64_t g = 0; g < d.G; ++g) {
         float* out = dst.f32_row(hkv * d.G + g, t);
         const float inv = s.l[g] > 0.0f ? 1.0f / s.l[g] : 0.0f;
@@ -133,7 +273,7 @@ void cpu_flash_attn(const Tensor& dst, const CpuThread& th) {
   for (int64_t item = 0; item < items; ++item) {
     const int64_t t = item / d.Hkv, hkv = item % d.Hkv;
     auto [j0, j1] = split_range(visible_keys(dst, d, t), th.ith, th.nth);
-    attend(dst, d, t, hkv, j0, j1, s);
+    attend_group(dst, d, t, hkv, j0, j1, s);
     float* mine = partials + th.ith * stride;
     std::memcpy(mine, s.m, d.G * sizeof(float));
     std::memcpy(mine + d.G, s.l, d.G * sizeof(float));
