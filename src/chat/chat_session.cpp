@@ -59,7 +59,8 @@ int64_t ChatSession::make_room(int64_t reserve, size_t keep_last, TurnStats& sta
     const size_t begin = common_prefix(before, after), d = before.size() - after.size();
     const size_t n = cached_.size();
     if (begin + d > n || !std::equal(cached_.begin() + static_cast<std::ptrdiff_t>(begin + d), cached_.end(),
-                                     after.begin() + static_cast<std::ptrdiff_t>(begin)))
+                                     after.begin() + static_cast<std::ptrdiff_t>(begin),
+                                     after.begin() + static_cast<std::ptrdiff_t>(std::min(after.size(), n - d))))
       continue;
     remove_cached_tokens(session_, static_cast<int64_t>(begin), static_cast<int64_t>(begin + d));
     cached_.erase(cached_.begin() + static_cast<std::ptrdiff_t>(begin),

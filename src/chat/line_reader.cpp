@@ -30,7 +30,23 @@ LineReader::LineReader(Options options) : options_(std::move(options)) {
   el_set(el_, EL_HIST, history, history_);
   el_set(el_, EL_CLIENTDATA, this);
   el_set(el_, EL_PROMPT, &LineReader::prompt);
+  // While editing, Ctrl-C is a key (no SIGINT) bound to end the input: a signal could arrive just
+  // before libedit starts reading and be missed. While a reply is generated the terminal is back
+  // in its normal mode, where Ctrl-C raises SIGINT for the generation loop.
+  el_set(el_, EL_SETTY, "-d", "-isig", nullptr);
+  el_set(el_, EL_ADDFN, "latte-interrupt", "end the input as interrupted", &LineReader::on_ctrl_c);
+  el_set(el_, EL_BIND, "^C", "latte-interrupt", nullptr);
   el_source(el_, nullptr);  // the user's ~/.editrc, if any
+}
+
+unsigned char LineReader::on_ctrl_c(EditLine* el, int) {
+  void* self = nullptr;
+  el_get(el, EL_CLIENTDATA, &self);
+  const LineInfo* li = el_line(el);
+  auto* reader = static_cast<LineReader*>(self);
+  reader->ctrl_c_ = true;
+  reader->ctrl_c_typed_ = li && li->lastchar > li->buffer;
+  return CC_EOF;
 }
 
 LineReader::~LineReader() {
@@ -50,6 +66,11 @@ bool LineReader::read_line(std::string& line, bool continuation) {
     if (!std::getline(std::cin, line)) return false;
   } else {
     continuation_ = continuation;
+    // Into editing mode before the prompt shows: libedit would switch only when it reads the first
+    // key, and keys sent in between (pasted, or typed by a script that waits for the prompt) would
+    // meet the line discipline's cooked mode, which turns Ctrl-D into a NUL byte.
+    el_set(el_, EL_PREP_TERM, 1);
+    ctrl_c_ = ctrl_c_typed_ = false;
     int count = 0;
     const char* s = el_gets(el_, &count);
     if (!s || count <= 0) return false;
@@ -66,11 +87,9 @@ LineReader::Result LineReader::read(std::string& text, const std::atomic<bool>& 
   bool any = false;
   while (true) {
     if (!read_line(line, any)) {
-      if (interrupted.load()) {
-        bool typed = any;
+      if (ctrl_c_ || interrupted.load()) {  // the key, or a SIGINT that interrupted the read
+        const bool typed = any || ctrl_c_typed_;
         if (el_) {
-          const LineInfo* li = el_line(el_);
-          typed = typed || (li && li->lastchar > li->buffer);
           el_reset(el_);  // forget the half-typed line
           std::fputs("\n", stdout);
         }

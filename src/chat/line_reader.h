@@ -28,19 +28,23 @@ class LineReader {
   LineReader& operator=(const LineReader&) = delete;
 
   // Reads the next input into text. kEnd: end of input (Ctrl-D); kInterrupted: Ctrl-C at an empty
-  // prompt; kCancelled: Ctrl-C discarded a half-typed input. (Ctrl-C is seen as the flag set by the
-  // SIGINT handler; the caller clears it.)
+  // prompt; kCancelled: Ctrl-C discarded a half-typed input. On a terminal Ctrl-C is a key while
+  // editing; a SIGINT (the flag its handler sets) that interrupts the read counts the same; the
+  // caller clears the flag.
   Result read(std::string& text, const std::atomic<bool>& interrupted);
 
  private:
   // One physical line without its newline; false at the end of input or on interruption.
   bool read_line(std::string& line, bool continuation);
   static const char* prompt(EditLine* el);
+  static unsigned char on_ctrl_c(EditLine* el, int key);
 
   Options options_;
   EditLine* el_ = nullptr;
   History* history_ = nullptr;
   bool continuation_ = false;  // which prompt to show
+  bool ctrl_c_ = false;        // the last el_gets ended with Ctrl-C ...
+  bool ctrl_c_typed_ = false;  // ... over a non-empty line
 };
 
 }  // namespace latte

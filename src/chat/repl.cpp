@@ -41,9 +41,11 @@ class ReplyPrinter {
     }
     write_out(text);
   }
+  // Every reply ends with a newline, an empty one included, so a script reading the output sees
+  // one terminated reply per message.
   void finish() {
     if (dimmed_) write_out(kUndim);
-    if (started_) write_out("\n");
+    write_out("\n");
   }
 
  private:
@@ -102,6 +104,7 @@ int run_chat_repl(ChatSession& chat, const ReplOptions& options, std::atomic<boo
     }
     interrupted_at_prompt = false;
     if (r == LineReader::Result::kEnd) break;
+    interrupted.store(false);  // a Ctrl-C while the user was typing must not stop the coming reply
     if (text.find_first_not_of(" \t\r\n") == std::string::npos) continue;
     try {
       if (is_chat_command(text)) {
