@@ -54,6 +54,24 @@ std::vector<Message> parse_messages(const json& doc, const std::string& path, in
   return out;
 }
 
+// One key per line and one message per line: readable, and diffable, without putting every token
+// id on a line of its own.
+std::string layout(const json& doc) {
+  std::string text = "{\n";
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    text += " " + json(it.key()).dump() + ": ";
+    if (it.key() == "messages") {
+      text += "[\n";
+      for (size_t i = 0; i < it->size(); ++i) text += "  " + (*it)[i].dump() + (i + 1 < it->size() ? ",\n" : "\n");
+      text += " ]";
+    } else {
+      text += it->dump();
+    }
+    text += std::next(it) != doc.end() ? ",\n" : "\n";
+  }
+  return text + "}\n";
+}
+
 }  // namespace
 
 SaveReport save_chat(const ChatSession& chat, const std::string& path) {
@@ -83,7 +101,7 @@ SaveReport save_chat(const ChatSession& chat, const std::string& path) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary);
-    out << doc.dump(1) << '\n';
+    out << layout(doc);
     if (!out.flush()) {
       std::remove(tmp.c_str());
       ggl::fail("{}: cannot write the conversation", path);
