@@ -36,9 +36,8 @@ std::vector<float> ChatSession::sync(const std::vector<int32_t>& target, int64_t
   size_t keep = common_prefix(cached_, target);
   if (keep == target.size()) --keep;  // all cached: evaluate the last token again for its logits
   session_.truncate(static_cast<int64_t>(keep));
-  cached_.resize(keep);
-  std::vector<float> logits =
-      session_.eval(std::span(target).subspan(keep), Logits::kLast);
+  cached_.resize(keep);  // still true if eval throws
+  std::vector<float> logits = session_.eval(std::span(target).subspan(keep), Logits::kLast);
   cached_ = target;
   *evaluated += static_cast<int64_t>(target.size() - keep);
   return logits;
@@ -104,9 +103,9 @@ TurnStats ChatSession::respond(std::string user_text, const std::atomic<bool>* s
               conversation_.messages().empty() ? "" : " after what must be kept");
   }
 
-  std::vector<int32_t> context = conversation_.tokens();
-  stats.reused = static_cast<int64_t>(std::min(common_prefix(cached_, context), context.size() - 1));
+  const std::vector<int32_t> context = conversation_.tokens();
   std::vector<float> logits = sync(context, &stats.evaluated);
+  stats.reused = static_cast<int64_t>(context.size()) - stats.evaluated;
   stats.prompt_seconds = seconds_since(prompt_start);
 
   prime_sampler(context);
