@@ -8,10 +8,6 @@
 namespace latte {
 namespace {
 
-std::string rate(int64_t tokens, double seconds) {
-  return seconds > 0 && tokens > 0 ? fmt::format("{:.1f} t/s", static_cast<double>(tokens) / seconds) : "- t/s";
-}
-
 std::string_view trim(std::string_view s) {
   const size_t b = s.find_first_not_of(" \t");
   if (b == std::string_view::npos) return {};
@@ -21,6 +17,10 @@ std::string_view trim(std::string_view s) {
 std::string mib(size_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0)); }
 
 }  // namespace
+
+std::string tokens_per_second(int64_t tokens, double seconds) {
+  return seconds > 0 && tokens > 0 ? fmt::format("{:.1f} t/s", static_cast<double>(tokens) / seconds) : "- t/s";
+}
 
 bool is_chat_command(std::string_view line) { return line.starts_with('/') && !line.starts_with("//"); }
 
@@ -52,8 +52,8 @@ std::string chat_stats(const ChatSession& chat) {
   if (chat.turns() > 0) {
     const TurnStats& t = chat.last_turn();
     out += fmt::format("last turn: {} new tokens evaluated ({} reused from the cache) at {}; {} generated at {}\n",
-                       t.evaluated, t.reused, rate(t.evaluated, t.prompt_seconds), t.generated,
-                       rate(t.generated, t.reply_seconds));
+                       t.evaluated, t.reused, tokens_per_second(t.evaluated, t.prompt_seconds), t.generated,
+                       tokens_per_second(t.generated, t.reply_seconds));
     if (t.dropped_turns > 0)
       out += fmt::format("  dropped {} old turns; {} cached tokens shifted, {} evaluated again\n", t.dropped_turns,
                          t.shifted, t.reevaluated);

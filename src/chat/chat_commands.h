@@ -23,4 +23,7 @@ std::string chat_help();
 // The /stats text: conversation size, context use, cache bytes, last turn and session totals.
 std::string chat_stats(const ChatSession& chat);
 
+// "123.4 t/s", or "- t/s" when nothing was timed.
+std::string tokens_per_second(int64_t tokens, double seconds);
+
 }  // namespace latte

@@ -55,10 +55,6 @@ class ReplyPrinter {
   bool dimmed_ = false;
 };
 
-std::string rate(int64_t tokens, double seconds) {
-  return seconds > 0 && tokens > 0 ? fmt::format("{:.1f} t/s", static_cast<double>(tokens) / seconds) : "- t/s";
-}
-
 void respond(ChatSession& chat, std::string text, const ReplOptions& o, std::atomic<bool>& interrupted) {
   const ChatTemplate& t = chat.conversation().chat_template();
   ReplyPrinter printer(o, &t != &ChatTemplate::plain());
@@ -77,8 +73,8 @@ void respond(ChatSession& chat, std::string text, const ReplOptions& o, std::ato
     std::fprintf(stderr, "%s\n",
                  fmt::format("[turn {}: {} new tokens evaluated, {} reused from the cache, {} generated; {} prompt, "
                              "{} reply]",
-                             chat.turns(), s.evaluated, s.reused, s.generated, rate(s.evaluated, s.prompt_seconds),
-                             rate(s.generated, s.reply_seconds))
+                             chat.turns(), s.evaluated, s.reused, s.generated, tokens_per_second(s.evaluated, s.prompt_seconds),
+                             tokens_per_second(s.generated, s.reply_seconds))
                      .c_str());
 }
 
