@@ -10,20 +10,6 @@
 namespace latte {
 namespace {
 
-// The rotation the forward pass applies to cached keys (deepseek2_graph.cpp, llama_graph.cpp),
-// without llama's YaRN magnitude factor: a second rotation must not scale the values again.
-ggl::RopeParams shift_rope(const Hparams& hp) {
-  ggl::RopeParams p;
-  p.n_rot = static_cast<int>(hp.rope.n_rot);
-  p.freq_base = hp.rope.freq_base;
-  p.freq_scale = 1.0f / hp.rope.factor;
-  if (hp.rope.scaling == RopeScaling::kYarn) {
-    p.ext_factor = 1.0f;
-    p.n_ctx_orig = static_cast<int>(hp.rope.original_context);
-  }
-  return p;
-}
-
 // Rows [begin, begin + m) of the rotated part of one layer's cache, as [dims, heads, m].
 ggl::Tensor* rotated_rows(ggl::Graph& g, const KvCache& cache, const Hparams& hp, int64_t layer, int64_t begin,
                           int64_t m) {
@@ -59,7 +45,7 @@ void remove_cached_tokens(Session& session, int64_t begin, int64_t end) {
   ggl::Graph g;
   const std::vector<int32_t> positions(static_cast<size_t>(m), static_cast<int32_t>(-d));
   ggl::Tensor* pos = g.input_i32(positions, "shift");
-  const ggl::RopeParams rope = shift_rope(hp);
+  const ggl::RopeParams rope = rope_frequencies(hp, hp.rope.n_rot);
   const WeightRef freq_w = hp.is_mla() ? nullptr : session.model().weights().rope_freqs;
   ggl::Tensor* freq = freq_w ? weight(g, freq_w) : nullptr;
   for (int64_t il = 0; il < cache.n_layer(); ++il) {

@@ -25,16 +25,10 @@ struct MlaRope {
 // mscale = 1 + yarn_log_multiplier * ln(factor).
 MlaRope mla_rope(const Hparams& hp) {
   MlaRope r;
-  ggl::RopeParams& p = r.params;
-  p.n_rot = static_cast<int>(hp.mla.qk_rope);
-  p.freq_base = hp.rope.freq_base;
-  p.freq_scale = 1.0f / hp.rope.factor;
-  float mscale = 1.0f;
-  if (hp.rope.scaling == RopeScaling::kYarn) {
-    p.ext_factor = 1.0f;
-    p.n_ctx_orig = static_cast<int>(hp.rope.original_context);
-    mscale = 1.0f + hp.rope.yarn_log_multiplier * std::log(hp.rope.factor);
-  }
+  r.params = rope_frequencies(hp, hp.mla.qk_rope);
+  const float mscale = hp.rope.scaling == RopeScaling::kYarn
+                           ? 1.0f + hp.rope.yarn_log_multiplier * std::log(hp.rope.factor)
+                           : 1.0f;
   r.kq_scale = mscale * mscale / std::sqrt(static_cast<float>(hp.mla.qk_nope + hp.mla.qk_rope));
   return r;
 }

@@ -51,6 +51,18 @@ ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const
   return out;
 }
 
+ggl::RopeParams rope_frequencies(const Hparams& hp, int64_t n_rot) {
+  ggl::RopeParams p;
+  p.n_rot = static_cast<int>(n_rot);
+  p.freq_base = hp.rope.freq_base;
+  p.freq_scale = 1.0f / hp.rope.factor;
+  if (hp.rope.scaling == RopeScaling::kYarn) {
+    p.ext_factor = 1.0f;
+    p.n_ctx_orig = static_cast<int>(hp.rope.original_context);
+  }
+  return p;
+}
+
 ggl::Tensor* output_logits(const ForwardContext& c, ggl::Tensor* x) {
   ggl::Graph& g = c.g;
   if (!c.batch.all_logits && c.n_tokens > 1)

@@ -30,6 +30,10 @@ ggl::Tensor* norm(ggl::Graph& g, ggl::Tensor* x, WeightRef w, float eps);
 ggl::Tensor* swiglu_ffn(ggl::Graph& g, ggl::Tensor* x, WeightRef gate, WeightRef up, WeightRef down);
 // Routed experts (top-k by router score, SwiGLU each, weighted sum) plus shared experts.
 ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const MoeConfig& moe);
+// The rotation frequencies of the file's RoPE (base, linear or YaRN scaling) over the first n_rot
+// dims, without any magnitude factor: the architectures add their YaRN temperature on top, and a
+// cache shift re-rotates with exactly these.
+ggl::RopeParams rope_frequencies(const Hparams& hp, int64_t n_rot);
 // Final norm and output projection; only the last column when !all_logits.
 ggl::Tensor* output_logits(const ForwardContext& c, ggl::Tensor* x);
 

@@ -7,16 +7,9 @@ namespace latte {
 namespace {
 
 ggl::RopeParams llama_rope(const Hparams& hp) {
-  ggl::RopeParams p;
-  p.n_rot = static_cast<int>(hp.rope.n_rot);
-  p.freq_base = hp.rope.freq_base;
-  p.freq_scale = 1.0f / hp.rope.factor;
-  if (hp.rope.scaling == RopeScaling::kYarn) {
-    p.ext_factor = 1.0f;
-    p.n_ctx_orig = static_cast<int>(hp.rope.original_context);
-    // YaRN's attention temperature, applied to the rotated values as in the paper.
-    p.attn_factor = 1.0f + 0.1f * std::log(hp.rope.factor);
-  }
+  ggl::RopeParams p = rope_frequencies(hp, hp.rope.n_rot);
+  // YaRN's attention temperature, applied to the rotated values as in the paper.
+  if (hp.rope.scaling == RopeScaling::kYarn) p.attn_factor = 1.0f + 0.1f * std::log(hp.rope.factor);
   return p;
 }
 
