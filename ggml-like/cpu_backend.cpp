@@ -129,6 +129,95 @@ int CpuBackend::threads_for(const Graph& graph) const {
 CpuBackend::CpuBackend(int n_threads) : n_threads_(n_threads > 0 ? n_threads : physical_core_count()) {}
 CpuBackend::~CpuBackend() = default;
 
+namespace {
+
+// Byte ranges a node reads and writes, for deciding where barriers are needed.
+struct Range {
+  const uint8_t* begin;
+  const uint8_t* end;
+  bool overlaps(const Range& o) const { return begin < o.end && o.begin < end; }
+};
+
+Range range_of(const Tensor& t) { return {t.bytes(), t.bytes() + t.span_bytes()}; }
+
+bool any_overlap(const std::vector<Range>& a, const std::vector<Range>& b) {
+  for (const Range& x : a)
+    for (const Range& y : b)
+      if (x.overlaps(y)) return true;
+  return false;
+}
+
+// Row-wise kernels split their rows across the team, so a result of one row (a decode step's
+// norms, residual adds, router softmax and top-k, ...) is computed by thread 0 alone.
+bool runs_on_thread0_only(const Tensor& n) {
+  switch (n.op) {
+    case Op::kGetRows:
+    case Op::kRmsNorm:
+    case Op::kAdd:
+    case Op::kMul:
+    case Op::kDiv:
+    case Op::kScale:
+    case Op::kSigmoid:
+    case Op::kSilu:
+    case Op::kSwiglu:
+    case Op::kSumRows:
+    case Op::kSoftmax:
+    case Op::kTopK:
+    case Op::kConcat:
+    case Op::kCont:
+    case Op::kCopy: return n.n_rows() == 1;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+// A node may start while other threads are still in earlier nodes when it neither reads what they
+// write nor writes what they read or write (the arena reuses memory, so write-after-read matters
+// too). Nodes with scratch space conflict with each other through the shared work buffer. Two
+// nodes that both run on thread 0 alone never need a barrier between them: program order holds.
+// Returns, per node, whether the team must meet at a barrier before running it.
+std::vector<char> CpuBackend::barriers_needed(const Graph& graph, int n_threads) const {
+  const auto& nodes = graph.nodes();
+  std::vector<char> need(nodes.size(), 0);
+  // Accesses since the last barrier, of nodes run by the whole team and by thread 0 alone.
+  std::vector<Range> team_reads, team_writes, solo_reads, solo_writes, reads, writes;
+  const Range work{work_.get(), work_.get() + work_size_};
+  bool first = true;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Tensor& n = *nodes[i];
+    if (n.op == Op::kView || n.op == Op::kLeaf) continue;
+    reads.clear();
+    writes.clear();
+    for (const Tensor* s : n.src)
+      if (s && s->data) reads.push_back(range_of(*s));
+    writes.push_back(range_of(n));
+    if (cpu_work_bytes(n, n_threads) > 0) {
+      reads.push_back(work);
+      writes.push_back(work);
+    }
+    const bool solo = runs_on_thread0_only(n);
+    bool conflict = any_overlap(reads, team_writes) || any_overlap(writes, team_reads) ||
+                    any_overlap(writes, team_writes);
+    if (!solo)
+      conflict = conflict || any_overlap(reads, solo_writes) || any_overlap(writes, solo_reads) ||
+                 any_overlap(writes, solo_writes);
+    if (conflict && !first) {
+      need[i] = 1;
+      team_reads.clear();
+      team_writes.clear();
+      solo_reads.clear();
+      solo_writes.clear();
+    }
+    first = false;
+    auto& r = solo ? solo_reads : team_reads;
+    auto& w = solo ? solo_writes : team_writes;
+    r.insert(r.end(), reads.begin(), reads.end());
+    w.insert(w.end(), writes.begin(), writes.end());
+  }
+  return need;
+}
+
 void CpuBackend::compute(Graph& graph) {
   const ArenaPlan& plan = plans_.plan(graph);
   ensure(arena_, arena_size_, plan.size);
@@ -155,6 +244,7 @@ void CpuBackend::compute(Graph& graph) {
 
   const int team = threads_for(graph);
   last_threads_ = team;
+  last_barriers_ = 0;
   if (team == 1) {
     CpuBarrier none(1);
     CpuThread th;
@@ -164,6 +254,8 @@ void CpuBackend::compute(Graph& graph) {
     for (const Tensor* n : nodes) cpu_run_node(*n, th);
     return;
   }
+  const std::vector<char> need_barrier = barriers_needed(graph, team);
+  for (char b : need_barrier) last_barriers_ += b;
   std::unique_ptr<CpuBarrier> barrier;
 #pragma omp parallel num_threads(team)
   {
@@ -176,10 +268,11 @@ void CpuBackend::compute(Graph& graph) {
     th.work = work_.get();
     th.work_bytes = work_size_;
     th.team_barrier = barrier.get();
-    for (const Tensor* n : nodes) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const Tensor* n = nodes[i];
       if (n->op == Op::kView || n->op == Op::kLeaf) continue;
+      if (need_barrier[i]) th.barrier();
       cpu_run_node(*n, th);
-      th.barrier();
     }
   }
 }
