@@ -106,6 +106,8 @@ TEST(RunCli, BadInputIsAOneLineErrorWithNonZeroExit) {
       {"run -f /nonexistent/prompt.txt", "/nonexistent/prompt.txt"},
       {"run -p hi --temp -1", "--temp"},
       {"run -p hi --cache-type q5_k", "--cache-type"},
+      {"run -p hi --bogus-flag", "--bogus-flag"},
+      {"run -p hi -n x", "--n-predict"},
   };
   for (const Case& c : cases) {
     auto r = run_latte(c.args);

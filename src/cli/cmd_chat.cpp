@@ -14,6 +14,7 @@
 #include "src/chat/chat_session.h"
 #include "src/chat/repl.h"
 #include "src/cli/commands.h"
+#include "src/cli/parse_flags.h"
 #include "src/cli/default_model.h"
 #include "src/cli/interrupt.h"
 #include "src/cli/session_flags.h"
@@ -75,7 +76,7 @@ int cmd_chat(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "print a line per turn on stderr: tokens evaluated and generated, speeds");
   session_flags.add_to(app);
   add_sampling_flags(app, sampling);
-  CLI11_PARSE(app, static_cast<int>(rewritten.size()), rewritten.data());
+  if (auto done = parse_flags(app, static_cast<int>(rewritten.size()), rewritten.data())) return *done;
 
   if (list_templates) {
     for (const ChatTemplate& t : ChatTemplate::all()) std::printf("%-12s %s\n", t.name().data(), t.description().data());

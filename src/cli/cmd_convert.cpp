@@ -5,6 +5,7 @@
 #include "convert/convert_hf.h"
 #include "convert/tensor_types.h"
 #include "src/cli/commands.h"
+#include "src/cli/parse_flags.h"
 
 namespace latte::cli {
 
@@ -26,7 +27,7 @@ int cmd_convert(int argc, char** argv) {
   app.add_option("--tokenizer-pre", tokenizer_pre,
                  "tokenizer.ggml.pre for byte-level BPE tokenizers whose pre-tokenizer is not recognised");
   app.add_flag("--no-progress", no_progress, "no progress bar (it is only drawn when stderr is a terminal)");
-  CLI11_PARSE(app, argc, argv);
+  if (auto done = parse_flags(app, argc, argv)) return *done;
 
   convert::ConvertOptions opts;
   opts.input_dir = input;

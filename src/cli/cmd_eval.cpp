@@ -11,6 +11,7 @@
 
 #include "ggml-like/error.h"
 #include "src/cli/commands.h"
+#include "src/cli/parse_flags.h"
 #include "src/cli/session_flags.h"
 #include "src/model/session.h"
 
@@ -65,7 +66,7 @@ int cmd_eval(int argc, char** argv) {
   app.footer(
       "Without -c the context is min(4096, the model's training context), raised to the token count when that is "
       "larger but within the training context. --batch N evaluates the prefill in chunks of at most N tokens.");
-  CLI11_PARSE(app, argc, argv);
+  if (auto done = parse_flags(app, argc, argv)) return *done;
 
   SessionOptions options = flags.options();
   const std::vector<int32_t> tokens = read_tokens(tokens_path);

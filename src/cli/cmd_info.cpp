@@ -7,6 +7,7 @@
 
 #include "ggml-like/gguf.h"
 #include "src/cli/commands.h"
+#include "src/cli/parse_flags.h"
 #include "src/model/cache_footprint.h"
 
 namespace latte::cli {
@@ -116,7 +117,7 @@ int cmd_info(int argc, char** argv) {
   bool list_tensors = false;
   app.add_option("file", path, "GGUF file")->required();
   app.add_flag("--tensors", list_tensors, "list every tensor with type and shape");
-  CLI11_PARSE(app, argc, argv);
+  if (auto done = parse_flags(app, argc, argv)) return *done;
 
   ggl::GgufFile file(path);
   const ggl::Metadata& md = file.metadata();

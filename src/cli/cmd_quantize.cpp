@@ -5,6 +5,7 @@
 #include "convert/quantize_gguf.h"
 #include "convert/tensor_types.h"
 #include "src/cli/commands.h"
+#include "src/cli/parse_flags.h"
 
 namespace latte::cli {
 
@@ -24,7 +25,7 @@ int cmd_quantize(int argc, char** argv) {
   app.add_option("--token-embedding-type", token_embd_type, "type for token_embd.weight");
   app.add_flag("--allow-requantize", opts.allow_requantize, "allow re-quantizing tensors that are already quantized");
   app.add_flag("--no-progress", no_progress, "no progress bar (it is only drawn when stderr is a terminal)");
-  CLI11_PARSE(app, argc, argv);
+  if (auto done = parse_flags(app, argc, argv)) return *done;
 
   auto parse = [](const std::string& s, const char* what) {
     std::optional<ggl::Type> t = convert::parse_output_type(s);

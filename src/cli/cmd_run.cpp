@@ -11,6 +11,7 @@
 
 #include "ggml-like/error.h"
 #include "src/cli/commands.h"
+#include "src/cli/parse_flags.h"
 #include "src/cli/default_model.h"
 #include "src/cli/interrupt.h"
 #include "src/cli/session_flags.h"
@@ -63,7 +64,7 @@ int cmd_run(int argc, char** argv) {
   app.add_flag("--special", special, "parse special-token text in the prompt (e.g. <s>) as that token");
   session_flags.add_to(app);
   add_sampling_flags(app, sampling);
-  CLI11_PARSE(app, argc, argv);
+  if (auto done = parse_flags(app, argc, argv)) return *done;
   if (p->count() == 0 && f->count() == 0) ggl::fail("give a prompt with -p TEXT or -f FILE");
   if (f->count()) prompt = read_prompt_file(prompt_file);
 

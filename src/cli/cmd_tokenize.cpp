@@ -9,6 +9,7 @@
 
 #include "ggml-like/gguf.h"
 #include "src/cli/commands.h"
+#include "src/cli/parse_flags.h"
 #include "src/tokenizer/tokenizer.h"
 #include "src/tokenizer/utf8.h"
 
@@ -57,7 +58,7 @@ int cmd_tokenize(int argc, char** argv) {
   app.add_flag("--bos", add_bos, "put the model's BOS token first");
   app.add_flag("--special", parse_special, "parse special-token text such as <|endoftext|> as that token");
   app.add_flag("--pieces", pieces, "print one token per line: id and the text it stands for");
-  CLI11_PARSE(app, argc, argv);
+  if (auto done = parse_flags(app, argc, argv)) return *done;
   if (p->count() == 0 && f->count() == 0) ggl::fail("give the text with -p TEXT or -f FILE");
 
   ggl::GgufFile gguf(model);
