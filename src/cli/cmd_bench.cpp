@@ -9,6 +9,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "ggml-like/error.h"
 #include "src/bench/bandwidth_probe.h"
