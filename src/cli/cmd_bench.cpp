@@ -19,6 +19,7 @@
 #include "src/bench/bench_runner.h"
 #include "src/bench/weight_traffic.h"
 #include "src/cli/commands.h"
+#include "src/cli/parse_flags.h"
 #include "src/cli/default_model.h"
 #include "src/cli/session_flags.h"
 #include "src/model/kv_cache.h"
@@ -65,13 +66,7 @@ int cmd_bench(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_flag("--no-warmup", no_warmup, "skip the untimed warm-up run before each test");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    ggl::fail("{}", e.what());
-  }
+  if (const auto done = parse_flags(app, argc, argv)) return *done;
   if (output != "md" && output != "json") ggl::fail("-o '{}' is not md or json", output);
   opts.session = session_flags.options();
   opts.warmup = !no_warmup;

@@ -8,6 +8,7 @@
 #include "convert/tensor_types.h"
 #include "ggml-like/error.h"
 #include "src/cli/commands.h"
+#include "src/cli/parse_flags.h"
 #include "src/synth/synth_writer.h"
 
 namespace latte::cli {
@@ -39,13 +40,7 @@ int cmd_synth(int argc, char** argv) {
   app.add_option("--seed", seed, "seed of the random weights")->capture_default_str();
   app.add_option("-o,--output", output, "output GGUF file (written atomically)")->required();
   app.add_flag("--no-progress", no_progress, "no progress bar (it is only drawn when stderr is a terminal)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    ggl::fail("{}", e.what());
-  }
+  if (const auto done = parse_flags(app, argc, argv)) return *done;
 
   if (arch != "deepseek2") ggl::fail("--arch '{}' is not supported (deepseek2)", arch);
   synth::SynthOptions opts;
