@@ -16,7 +16,7 @@ configure: deps
 
 # Builds (installing dependencies if needed) and tells a story with the shipped tiny MLA model.
 demo: all
-	$(BUILD)/bin/latte run -p "Once upon a time" -n 200
+	$(BUILD)/bin/latte run -p "Once upon a time" -n 200 --echo
 
 # The standard benchmark set (llama-bench style, with the DRAM roofline) on a synthetic
 # DeepSeek-V2-Lite Q4_0: exact geometry, random weights, ~8.3 GiB, written once by `latte synth`
