@@ -12,14 +12,6 @@
 namespace latte::convert {
 namespace {
 
-int64_t positive(const JsonObject& cfg, const std::string& key) {
-  int64_t v = cfg.get_int(key);
-  if (v <= 0) ggl::fail("{}: key '{}' must be positive, got {}", cfg.source(), key, v);
-  return v;
-}
-
-std::string layer(int64_t il, const char* rest) { return fmt::format("model.layers.{}.{}", il, rest); }
-std::string blk(int64_t il, const char* rest) { return fmt::format("blk.{}.{}", il, rest); }
 
 // The rope_scaling block: only YaRN (DeepSeek's long-context extension) is representable.
 void add_rope_scaling(const JsonObject& cfg, const std::string& a, ggl::Metadata& md) {
@@ -57,18 +49,18 @@ ModelPlan plan_deepseek2(const JsonObject& cfg, const SafetensorsCheckpoint& ckp
   const std::string a = plan.arch;
   ggl::Metadata& md = plan.hparams;
 
-  const int64_t n_vocab = positive(cfg, "vocab_size");
-  const int64_t n_embd = positive(cfg, "hidden_size");
-  const int64_t n_layer = positive(cfg, "num_hidden_layers");
-  const int64_t n_head = positive(cfg, "num_attention_heads");
+  const int64_t n_vocab = positive_int(cfg, "vocab_size");
+  const int64_t n_embd = positive_int(cfg, "hidden_size");
+  const int64_t n_layer = positive_int(cfg, "num_hidden_layers");
+  const int64_t n_head = positive_int(cfg, "num_attention_heads");
   const int64_t n_head_kv = cfg.int_or("num_key_value_heads", n_head);
-  const int64_t n_ff = positive(cfg, "intermediate_size");
+  const int64_t n_ff = positive_int(cfg, "intermediate_size");
   const std::optional<int64_t> q_lora = cfg.opt_int("q_lora_rank");
-  const int64_t kv_lora = positive(cfg, "kv_lora_rank");
-  const int64_t nope = positive(cfg, "qk_nope_head_dim");
-  const int64_t rope = positive(cfg, "qk_rope_head_dim");
-  const int64_t v_dim = positive(cfg, "v_head_dim");
-  const int64_t n_ctx = positive(cfg, "max_position_embeddings");
+  const int64_t kv_lora = positive_int(cfg, "kv_lora_rank");
+  const int64_t nope = positive_int(cfg, "qk_nope_head_dim");
+  const int64_t rope = positive_int(cfg, "qk_rope_head_dim");
+  const int64_t v_dim = positive_int(cfg, "v_head_dim");
+  const int64_t n_ctx = positive_int(cfg, "max_position_embeddings");
   const double eps = cfg.get_float("rms_norm_eps");
   const double theta = cfg.float_or("rope_theta", 10000.0);
   if (q_lora && *q_lora <= 0) ggl::fail("{}: key 'q_lora_rank' must be positive or null", cfg.source());
@@ -80,10 +72,10 @@ ModelPlan plan_deepseek2(const JsonObject& cfg, const SafetensorsCheckpoint& ckp
   int64_t n_group = 1, topk_group = 1;
   std::string scoring = "softmax";
   if (moe) {
-    n_expert = positive(cfg, "n_routed_experts");
-    n_expert_used = positive(cfg, "num_experts_per_tok");
+    n_expert = positive_int(cfg, "n_routed_experts");
+    n_expert_used = positive_int(cfg, "num_experts_per_tok");
     n_shared = cfg.get_int("n_shared_experts");
-    moe_ff = positive(cfg, "moe_intermediate_size");
+    moe_ff = positive_int(cfg, "moe_intermediate_size");
     n_dense = cfg.int_or("first_k_dense_replace", 0);
     scoring = cfg.opt_string("scoring_func").value_or("softmax");
     if (n_shared < 0) ggl::fail("{}: key 'n_shared_experts' must not be negative", cfg.source());
@@ -178,45 +170,45 @@ ModelPlan plan_deepseek2(const JsonObject& cfg, const SafetensorsCheckpoint& ckp
     out.push_back(plan_copy("output.weight", ck.take("lm_head.weight", {n_vocab, n_embd})));
 
   for (int64_t il = 0; il < n_layer; ++il) {
-    out.push_back(plan_copy(blk(il, "attn_norm.weight"), ck.take(layer(il, "input_layernorm.weight"), {n_embd})));
+    out.push_back(plan_copy(gguf_block_name(il, "attn_norm.weight"), ck.take(hf_layer_name(il, "input_layernorm.weight"), {n_embd})));
     if (q_lora) {
-      out.push_back(plan_copy(blk(il, "attn_q_a.weight"),
-                              ck.take(layer(il, "self_attn.q_a_proj.weight"), {*q_lora, n_embd})));
-      out.push_back(plan_copy(blk(il, "attn_q_a_norm.weight"),
-                              ck.take(layer(il, "self_attn.q_a_layernorm.weight"), {*q_lora})));
-      out.push_back(plan_copy(blk(il, "attn_q_b.weight"),
-                              ck.take(layer(il, "self_attn.q_b_proj.weight"), {n_head * (nope + rope), *q_lora})));
+      out.push_back(plan_copy(gguf_block_name(il, "attn_q_a.weight"),
+                              ck.take(hf_layer_name(il, "self_attn.q_a_proj.weight"), {*q_lora, n_embd})));
+      out.push_back(plan_copy(gguf_block_name(il, "attn_q_a_norm.weight"),
+                              ck.take(hf_layer_name(il, "self_attn.q_a_layernorm.weight"), {*q_lora})));
+      out.push_back(plan_copy(gguf_block_name(il, "attn_q_b.weight"),
+                              ck.take(hf_layer_name(il, "self_attn.q_b_proj.weight"), {n_head * (nope + rope), *q_lora})));
     } else {
-      out.push_back(plan_copy(blk(il, "attn_q.weight"),
-                              ck.take(layer(il, "self_attn.q_proj.weight"), {n_head * (nope + rope), n_embd})));
+      out.push_back(plan_copy(gguf_block_name(il, "attn_q.weight"),
+                              ck.take(hf_layer_name(il, "self_attn.q_proj.weight"), {n_head * (nope + rope), n_embd})));
     }
-    out.push_back(plan_copy(blk(il, "attn_kv_a_mqa.weight"),
-                            ck.take(layer(il, "self_attn.kv_a_proj_with_mqa.weight"), {kv_lora + rope, n_embd})));
-    out.push_back(plan_copy(blk(il, "attn_kv_a_norm.weight"),
-                            ck.take(layer(il, "self_attn.kv_a_layernorm.weight"), {kv_lora})));
-    const StTensor& kv_b = ck.take(layer(il, "self_attn.kv_b_proj.weight"), {n_head * (nope + v_dim), kv_lora});
+    out.push_back(plan_copy(gguf_block_name(il, "attn_kv_a_mqa.weight"),
+                            ck.take(hf_layer_name(il, "self_attn.kv_a_proj_with_mqa.weight"), {kv_lora + rope, n_embd})));
+    out.push_back(plan_copy(gguf_block_name(il, "attn_kv_a_norm.weight"),
+                            ck.take(hf_layer_name(il, "self_attn.kv_a_layernorm.weight"), {kv_lora})));
+    const StTensor& kv_b = ck.take(hf_layer_name(il, "self_attn.kv_b_proj.weight"), {n_head * (nope + v_dim), kv_lora});
     if (split_kv_b) {
-      out.push_back(plan_kv_b_to_k_b(blk(il, "attn_k_b.weight"), kv_b, n_head, nope, v_dim));
-      out.push_back(plan_kv_b_to_v_b(blk(il, "attn_v_b.weight"), kv_b, n_head, nope, v_dim));
+      out.push_back(plan_kv_b_to_k_b(gguf_block_name(il, "attn_k_b.weight"), kv_b, n_head, nope, v_dim));
+      out.push_back(plan_kv_b_to_v_b(gguf_block_name(il, "attn_v_b.weight"), kv_b, n_head, nope, v_dim));
     } else {
-      out.push_back(plan_copy(blk(il, "attn_kv_b.weight"), kv_b));
+      out.push_back(plan_copy(gguf_block_name(il, "attn_kv_b.weight"), kv_b));
     }
-    out.push_back(plan_copy(blk(il, "attn_output.weight"),
-                            ck.take(layer(il, "self_attn.o_proj.weight"), {n_embd, n_head * v_dim})));
+    out.push_back(plan_copy(gguf_block_name(il, "attn_output.weight"),
+                            ck.take(hf_layer_name(il, "self_attn.o_proj.weight"), {n_embd, n_head * v_dim})));
     out.push_back(
-        plan_copy(blk(il, "ffn_norm.weight"), ck.take(layer(il, "post_attention_layernorm.weight"), {n_embd})));
+        plan_copy(gguf_block_name(il, "ffn_norm.weight"), ck.take(hf_layer_name(il, "post_attention_layernorm.weight"), {n_embd})));
 
     if (!moe || il < n_dense) {
-      out.push_back(plan_copy(blk(il, "ffn_gate.weight"), ck.take(layer(il, "mlp.gate_proj.weight"), {n_ff, n_embd})));
-      out.push_back(plan_copy(blk(il, "ffn_up.weight"), ck.take(layer(il, "mlp.up_proj.weight"), {n_ff, n_embd})));
-      out.push_back(plan_copy(blk(il, "ffn_down.weight"), ck.take(layer(il, "mlp.down_proj.weight"), {n_embd, n_ff})));
+      out.push_back(plan_copy(gguf_block_name(il, "ffn_gate.weight"), ck.take(hf_layer_name(il, "mlp.gate_proj.weight"), {n_ff, n_embd})));
+      out.push_back(plan_copy(gguf_block_name(il, "ffn_up.weight"), ck.take(hf_layer_name(il, "mlp.up_proj.weight"), {n_ff, n_embd})));
+      out.push_back(plan_copy(gguf_block_name(il, "ffn_down.weight"), ck.take(hf_layer_name(il, "mlp.down_proj.weight"), {n_embd, n_ff})));
       continue;
     }
-    out.push_back(plan_copy(blk(il, "ffn_gate_inp.weight"), ck.take(layer(il, "mlp.gate.weight"), {n_expert, n_embd})));
+    out.push_back(plan_copy(gguf_block_name(il, "ffn_gate_inp.weight"), ck.take(hf_layer_name(il, "mlp.gate.weight"), {n_expert, n_embd})));
     // V3's aux-loss-free balancing adds a per-expert bias used only for choosing experts.
-    const std::string bias = layer(il, "mlp.gate.e_score_correction_bias");
+    const std::string bias = hf_layer_name(il, "mlp.gate.e_score_correction_bias");
     if (ck.has(bias) || cfg.opt_string("topk_method") == std::optional<std::string>("noaux_tc"))
-      out.push_back(plan_copy(blk(il, "exp_probs_b.bias"), ck.take(bias, {n_expert})));
+      out.push_back(plan_copy(gguf_block_name(il, "exp_probs_b.bias"), ck.take(bias, {n_expert})));
     for (const char* proj : {"gate", "up", "down"}) {
       std::vector<const StTensor*> experts;
       const bool down = std::string(proj) == "down";
@@ -227,12 +219,12 @@ ModelPlan plan_deepseek2(const JsonObject& cfg, const SafetensorsCheckpoint& ckp
     }
     if (n_shared > 0) {
       const int64_t sh_ff = moe_ff * n_shared;
-      out.push_back(plan_copy(blk(il, "ffn_gate_shexp.weight"),
-                              ck.take(layer(il, "mlp.shared_experts.gate_proj.weight"), {sh_ff, n_embd})));
-      out.push_back(plan_copy(blk(il, "ffn_up_shexp.weight"),
-                              ck.take(layer(il, "mlp.shared_experts.up_proj.weight"), {sh_ff, n_embd})));
-      out.push_back(plan_copy(blk(il, "ffn_down_shexp.weight"),
-                              ck.take(layer(il, "mlp.shared_experts.down_proj.weight"), {n_embd, sh_ff})));
+      out.push_back(plan_copy(gguf_block_name(il, "ffn_gate_shexp.weight"),
+                              ck.take(hf_layer_name(il, "mlp.shared_experts.gate_proj.weight"), {sh_ff, n_embd})));
+      out.push_back(plan_copy(gguf_block_name(il, "ffn_up_shexp.weight"),
+                              ck.take(hf_layer_name(il, "mlp.shared_experts.up_proj.weight"), {sh_ff, n_embd})));
+      out.push_back(plan_copy(gguf_block_name(il, "ffn_down_shexp.weight"),
+                              ck.take(hf_layer_name(il, "mlp.shared_experts.down_proj.weight"), {n_embd, sh_ff})));
     }
   }
 

@@ -4,18 +4,6 @@
 #include "convert/model_plan.h"
 
 namespace latte::convert {
-namespace {
-
-int64_t positive(const JsonObject& cfg, const std::string& key) {
-  int64_t v = cfg.get_int(key);
-  if (v <= 0) ggl::fail("{}: key '{}' must be positive, got {}", cfg.source(), key, v);
-  return v;
-}
-
-std::string layer(int64_t il, const char* rest) { return fmt::format("model.layers.{}.{}", il, rest); }
-std::string blk(int64_t il, const char* rest) { return fmt::format("blk.{}.{}", il, rest); }
-
-}  // namespace
 
 ModelPlan plan_llama(const JsonObject& cfg, const SafetensorsCheckpoint& ckpt, const PlanOptions&) {
   ModelPlan plan;
@@ -23,16 +11,16 @@ ModelPlan plan_llama(const JsonObject& cfg, const SafetensorsCheckpoint& ckpt, c
   const std::string a = plan.arch;
   ggl::Metadata& md = plan.hparams;
 
-  const int64_t n_vocab = positive(cfg, "vocab_size");
-  const int64_t n_embd = positive(cfg, "hidden_size");
-  const int64_t n_layer = positive(cfg, "num_hidden_layers");
-  const int64_t n_head = positive(cfg, "num_attention_heads");
-  const int64_t n_head_kv = cfg.has("num_key_value_heads") ? positive(cfg, "num_key_value_heads") : n_head;
-  const int64_t n_ff = positive(cfg, "intermediate_size");
-  const int64_t n_ctx = positive(cfg, "max_position_embeddings");
+  const int64_t n_vocab = positive_int(cfg, "vocab_size");
+  const int64_t n_embd = positive_int(cfg, "hidden_size");
+  const int64_t n_layer = positive_int(cfg, "num_hidden_layers");
+  const int64_t n_head = positive_int(cfg, "num_attention_heads");
+  const int64_t n_head_kv = cfg.has("num_key_value_heads") ? positive_int(cfg, "num_key_value_heads") : n_head;
+  const int64_t n_ff = positive_int(cfg, "intermediate_size");
+  const int64_t n_ctx = positive_int(cfg, "max_position_embeddings");
   const double eps = cfg.get_float("rms_norm_eps");
   const double theta = cfg.float_or("rope_theta", 10000.0);
-  const int64_t head_dim = cfg.has("head_dim") ? positive(cfg, "head_dim") : n_embd / n_head;
+  const int64_t head_dim = cfg.has("head_dim") ? positive_int(cfg, "head_dim") : n_embd / n_head;
   const bool tied = cfg.bool_or("tie_word_embeddings", false);
   if (!cfg.has("head_dim") && n_embd % n_head != 0)
     ggl::fail("{}: hidden_size {} is not a multiple of num_attention_heads {}", cfg.source(), n_embd, n_head);
@@ -79,19 +67,19 @@ ModelPlan plan_llama(const JsonObject& cfg, const SafetensorsCheckpoint& ckpt, c
   else if (ck.has("lm_head.weight"))
     ck.skip("lm_head.weight");
   for (int64_t il = 0; il < n_layer; ++il) {
-    out.push_back(plan_copy(blk(il, "attn_norm.weight"), ck.take(layer(il, "input_layernorm.weight"), {n_embd})));
-    out.push_back(plan_rope_permuted(blk(il, "attn_q.weight"),
-                                     ck.take(layer(il, "self_attn.q_proj.weight"), {q_rows, n_embd}), n_head));
-    out.push_back(plan_rope_permuted(blk(il, "attn_k.weight"),
-                                     ck.take(layer(il, "self_attn.k_proj.weight"), {kv_rows, n_embd}), n_head_kv));
-    out.push_back(plan_copy(blk(il, "attn_v.weight"), ck.take(layer(il, "self_attn.v_proj.weight"), {kv_rows, n_embd})));
+    out.push_back(plan_copy(gguf_block_name(il, "attn_norm.weight"), ck.take(hf_layer_name(il, "input_layernorm.weight"), {n_embd})));
+    out.push_back(plan_rope_permuted(gguf_block_name(il, "attn_q.weight"),
+                                     ck.take(hf_layer_name(il, "self_attn.q_proj.weight"), {q_rows, n_embd}), n_head));
+    out.push_back(plan_rope_permuted(gguf_block_name(il, "attn_k.weight"),
+                                     ck.take(hf_layer_name(il, "self_attn.k_proj.weight"), {kv_rows, n_embd}), n_head_kv));
+    out.push_back(plan_copy(gguf_block_name(il, "attn_v.weight"), ck.take(hf_layer_name(il, "self_attn.v_proj.weight"), {kv_rows, n_embd})));
     out.push_back(
-        plan_copy(blk(il, "attn_output.weight"), ck.take(layer(il, "self_attn.o_proj.weight"), {n_embd, q_rows})));
+        plan_copy(gguf_block_name(il, "attn_output.weight"), ck.take(hf_layer_name(il, "self_attn.o_proj.weight"), {n_embd, q_rows})));
     out.push_back(
-        plan_copy(blk(il, "ffn_norm.weight"), ck.take(layer(il, "post_attention_layernorm.weight"), {n_embd})));
-    out.push_back(plan_copy(blk(il, "ffn_gate.weight"), ck.take(layer(il, "mlp.gate_proj.weight"), {n_ff, n_embd})));
-    out.push_back(plan_copy(blk(il, "ffn_up.weight"), ck.take(layer(il, "mlp.up_proj.weight"), {n_ff, n_embd})));
-    out.push_back(plan_copy(blk(il, "ffn_down.weight"), ck.take(layer(il, "mlp.down_proj.weight"), {n_embd, n_ff})));
+        plan_copy(gguf_block_name(il, "ffn_norm.weight"), ck.take(hf_layer_name(il, "post_attention_layernorm.weight"), {n_embd})));
+    out.push_back(plan_copy(gguf_block_name(il, "ffn_gate.weight"), ck.take(hf_layer_name(il, "mlp.gate_proj.weight"), {n_ff, n_embd})));
+    out.push_back(plan_copy(gguf_block_name(il, "ffn_up.weight"), ck.take(hf_layer_name(il, "mlp.up_proj.weight"), {n_ff, n_embd})));
+    out.push_back(plan_copy(gguf_block_name(il, "ffn_down.weight"), ck.take(hf_layer_name(il, "mlp.down_proj.weight"), {n_embd, n_ff})));
   }
   for (const StTensor* t : ckpt.all())
     if (t->name.ends_with("rotary_emb.inv_freq")) ck.skip(t->name);

@@ -18,6 +18,15 @@ constexpr Family kFamilies[] = {
 
 }  // namespace
 
+int64_t positive_int(const JsonObject& config, const std::string& key) {
+  int64_t v = config.get_int(key);
+  if (v <= 0) ggl::fail("{}: key '{}' must be positive, got {}", config.source(), key, v);
+  return v;
+}
+
+std::string hf_layer_name(int64_t il, const char* rest) { return fmt::format("model.layers.{}.{}", il, rest); }
+std::string gguf_block_name(int64_t il, const char* rest) { return fmt::format("blk.{}.{}", il, rest); }
+
 ModelPlan plan_model(const JsonObject& config, const SafetensorsCheckpoint& ckpt, const PlanOptions& opts) {
   std::string supported;
   for (const Family& f : kFamilies) supported += (supported.empty() ? "" : ", ") + std::string(f.hf_architecture);

@@ -36,6 +36,13 @@ ModelPlan plan_model(const JsonObject& config, const SafetensorsCheckpoint& ckpt
 ModelPlan plan_deepseek2(const JsonObject& config, const SafetensorsCheckpoint& ckpt, const PlanOptions& opts);
 ModelPlan plan_llama(const JsonObject& config, const SafetensorsCheckpoint& ckpt, const PlanOptions& opts);
 
+// Helpers shared by the per-family planners.
+// config[key] as a positive integer; a one-line error naming the file and key otherwise.
+int64_t positive_int(const JsonObject& config, const std::string& key);
+// "model.layers.<il>.<rest>" (Hugging Face) and "blk.<il>.<rest>" (GGUF) tensor names.
+std::string hf_layer_name(int64_t il, const char* rest);
+std::string gguf_block_name(int64_t il, const char* rest);
+
 // Typed metadata setters (GGUF stores these hyperparameters as u32 / f32 / bool / string).
 void put_u32(ggl::Metadata& md, std::string key, int64_t v);
 void put_f32(ggl::Metadata& md, std::string key, double v);
