@@ -14,14 +14,7 @@
 #include "ggml-like/fp16.h"
 #include "ggml-like/quant.h"
 
-#if defined(__AVX2__) || defined(__AVX512F__) || defined(__F16C__)
-#include <immintrin.h>
-// GCC 12's AVX-512 conversion intrinsics start from _mm512_undefined_*(), which
-// -Wmaybe-uninitialized misreports at every call site.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#endif
+#include "ggml-like/x86_intrinsics.h"
 
 namespace ggl {
 namespace {

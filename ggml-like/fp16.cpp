@@ -2,14 +2,7 @@
 
 #include <bit>
 
-#if defined(__F16C__) || defined(__AVX512F__)
-#include <immintrin.h>
-// GCC 12's AVX-512 conversion intrinsics start from _mm512_undefined_*(), which
-// -Wmaybe-uninitialized misreports at every call site.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#endif
+#include "ggml-like/x86_intrinsics.h"
 
 namespace ggl {
 namespace {

@@ -14,16 +14,10 @@
 
 #include "ggml-like/cpu_kernels.h"
 
+#include "ggml-like/x86_intrinsics.h"
 #if defined(__AVX512F__)
-#include <immintrin.h>
-
 #include <xsimd/xsimd.hpp>
 #define GGL_ATTN_WIDE 1
-// GCC's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized
-// misreports at every call site.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 #endif
 #include "ggml-like/dot.h"
 #include "ggml-like/quant.h"
