@@ -40,20 +40,7 @@ constexpr DtypeInfo kDtypes[] = {
     {"BOOL", StDtype::BOOL, 1}, {"F8_E4M3", StDtype::F8_E4M3, 1}, {"F8_E5M2", StDtype::F8_E5M2, 1},
 };
 
-// A name taken from a file, made safe for a one-line message.
-std::string printable(std::string_view s) {
-  constexpr size_t kMaxShown = 80;
-  std::string out;
-  for (size_t i = 0; i < s.size() && i < kMaxShown; ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\')
-      out += static_cast<char>(c);
-    else
-      out += fmt::format("\\x{:02x}", c);
-  }
-  if (s.size() > kMaxShown) out += fmt::format("...({} bytes)", s.size());
-  return out;
-}
+using ggl::printable;
 
 uint64_t json_u64(const json& v, const std::string& path, const std::string& name, const char* what) {
   if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))

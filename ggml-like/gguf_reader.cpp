@@ -17,22 +17,6 @@ namespace {
 
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
 
-// A name from the file, made safe for a one-line message: control and non-ASCII bytes are
-// escaped and very long names are cut.
-std::string printable(std::string_view s) {
-  constexpr size_t kMaxShown = 80;
-  std::string out;
-  for (size_t i = 0; i < s.size() && i < kMaxShown; ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\')
-      out += static_cast<char>(c);
-    else
-      out += fmt::format("\\x{:02x}", c);
-  }
-  if (s.size() > kMaxShown) out += fmt::format("...({} bytes)", s.size());
-  return out;
-}
-
 // Bounds-checked cursor over the file's bytes. Every read names the file in its error.
 class Cursor {
  public:
