@@ -20,6 +20,7 @@
 
 #include "ggml-like/fp16.h"
 #include "ggml-like/gguf.h"
+#include "tests/test_tokenizer_util.h"
 
 namespace latte::convert_test {
 
@@ -154,34 +155,9 @@ inline json read_json(const fs::path& path) {
   return json::parse(in);
 }
 
-inline std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-// The texts of a ../shared/vocab/NAME.gguf.inp file (joined by "\n__ggml_vocab_test__\n").
-inline std::vector<std::string> read_vocab_texts(const fs::path& path) {
-  const std::string sep = "\n__ggml_vocab_test__\n", all = read_file(path);
-  std::vector<std::string> texts;
-  size_t pos = 0;
-  for (size_t hit; (hit = all.find(sep, pos)) != std::string::npos; pos = hit + sep.size())
-    texts.push_back(all.substr(pos, hit - pos));
-  if (pos < all.size()) texts.push_back(all.substr(pos));
-  return texts;
-}
-
-// The expected ids of a NAME.gguf.out file, one line per text.
-inline std::vector<std::vector<int32_t>> read_vocab_ids(const fs::path& path) {
-  std::istringstream in(read_file(path));
-  std::vector<std::vector<int32_t>> lines;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream words(line);
-    std::vector<int32_t> ids;
-    for (int32_t id; words >> id;) ids.push_back(id);
-    lines.push_back(std::move(ids));
-  }
-  return lines;
-}
+using latte::testing::read_file;
+using latte::testing::read_vocab_ids;
+using latte::testing::read_vocab_texts;
 
 // ---- random weights ------------------------------------------------------------------------
 

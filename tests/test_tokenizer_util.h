@@ -1,6 +1,10 @@
 // Helpers shared by the tokenizer and detokenizer suites.
 #pragma once
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
 #include <random>
 #include <string>
 #include <utility>
@@ -64,6 +68,39 @@ inline ggl::Value float_array(const std::vector<float>& items) {
   a.element_type = ggl::ValueType::F32;
   for (float v : items) a.items.push_back(ggl::Value{v});
   return ggl::Value{std::move(a)};
+}
+
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The texts of a ../shared/vocab/NAME.gguf.inp file: joined with "\n__ggml_vocab_test__\n", and
+// the file ends with that separator.
+inline std::vector<std::string> read_vocab_texts(const std::filesystem::path& path) {
+  const std::string sep = "\n__ggml_vocab_test__\n", all = read_file(path);
+  std::vector<std::string> texts;
+  size_t pos = 0;
+  for (size_t hit; (hit = all.find(sep, pos)) != std::string::npos; pos = hit + sep.size())
+    texts.push_back(all.substr(pos, hit - pos));
+  if (pos < all.size()) texts.push_back(all.substr(pos));
+  return texts;
+}
+
+// The expected ids of a NAME.gguf.out file, one line per text.
+inline std::vector<std::vector<int32_t>> read_vocab_ids(const std::filesystem::path& path) {
+  std::istringstream in(read_file(path));
+  std::vector<std::vector<int32_t>> lines;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::vector<int32_t> ids;
+    for (int32_t id; words >> id;) ids.push_back(id);
+    lines.push_back(std::move(ids));
+  }
+  return lines;
 }
 
 }  // namespace latte::testing

@@ -11,40 +11,12 @@
 #include "src/tokenizer/stream_decoder.h"
 #include "src/tokenizer/tokenizer.h"
 #include "test_support.h"
+#include "test_tokenizer_util.h"
 
 namespace {
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// The texts are joined with "\n__ggml_vocab_test__\n", and the file ends with that separator.
-std::vector<std::string> read_texts(const std::filesystem::path& path) {
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  std::string all = read_file(path);
-  std::vector<std::string> texts;
-  size_t pos = 0;
-  for (size_t hit; (hit = all.find(sep, pos)) != std::string::npos; pos = hit + sep.size())
-    texts.push_back(all.substr(pos, hit - pos));
-  if (pos < all.size()) texts.push_back(all.substr(pos));
-  return texts;
-}
-
-std::vector<std::vector<int32_t>> read_ids(const std::filesystem::path& path) {
-  std::istringstream in(read_file(path));
-  std::vector<std::vector<int32_t>> lines;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream words(line);
-    std::vector<int32_t> ids;
-    for (int32_t id; words >> id;) ids.push_back(id);
-    lines.push_back(std::move(ids));
-  }
-  return lines;
-}
+using latte::testing::read_vocab_ids;
+using latte::testing::read_vocab_texts;
 
 std::string join(const std::vector<int32_t>& ids) {
   std::string s;
@@ -67,8 +39,8 @@ void check_vectors(const std::string& name) {
   const auto dir = latte::testing::shared_dir() / "vocab";
   ggl::GgufFile file((dir / name).string());
   auto tokenizer = latte::Tokenizer::from_gguf(file);
-  auto texts = read_texts(dir / (name + ".inp"));
-  auto expected = read_ids(dir / (name + ".out"));
+  auto texts = read_vocab_texts(dir / (name + ".inp"));
+  auto expected = read_vocab_ids(dir / (name + ".out"));
   ASSERT_EQ(texts.size(), expected.size()) << name << ": .inp and .out disagree on the number of vectors";
 
   int passed = 0;
