@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ggml-like/gguf.h"
+#include "tests/gguf_test_util.h"
 #include "tests/test_support.h"
 
 namespace {
@@ -32,25 +33,7 @@ std::vector<fs::path> shared_gguf_files() {
   return out;
 }
 
-bool same_value(const ggl::Value& a, const ggl::Value& b) {
-  if (a.type() != b.type()) return false;
-  return std::visit(
-      [&](const auto& x) -> bool {
-        using S = std::decay_t<decltype(x)>;
-        const S& y = std::get<S>(b.data);
-        if constexpr (std::is_same_v<S, ggl::Array>) {
-          if (x.element_type != y.element_type || x.items.size() != y.items.size()) return false;
-          for (size_t i = 0; i < x.items.size(); ++i)
-            if (!same_value(x.items[i], y.items[i])) return false;
-          return true;
-        } else if constexpr (std::is_floating_point_v<S>) {
-          return std::memcmp(&x, &y, sizeof x) == 0;
-        } else {
-          return x == y;
-        }
-      },
-      a.data);
-}
+using latte::testing::same_value;
 
 std::vector<uint8_t> read_bytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
