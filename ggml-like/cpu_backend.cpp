@@ -53,6 +53,7 @@ void CpuThread::barrier() const { team_barrier->wait(); }
 
 size_t cpu_work_bytes(const Tensor& node, int n_threads) {
   switch (node.op) {
+    case Op::kMulMat: return cpu_mul_mat_work(node, n_threads);
     case Op::kMulMatT: return cpu_mul_mat_t_work(node, n_threads);
     case Op::kMulMatId: return cpu_mul_mat_id_work(node, n_threads);
     case Op::kRope: return cpu_rope_work(node, n_threads);

@@ -54,6 +54,7 @@ void cpu_swiglu(const Tensor& dst, const CpuThread& th);
 void cpu_sum_rows(const Tensor& dst, const CpuThread& th);
 void cpu_softmax(const Tensor& dst, const CpuThread& th);
 // op_matmul.cpp
+size_t cpu_mul_mat_work(const Tensor& dst, int n_threads);
 void cpu_mul_mat(const Tensor& dst, const CpuThread& th);
 size_t cpu_mul_mat_t_work(const Tensor& dst, int n_threads);
 void cpu_mul_mat_t(const Tensor& dst, const CpuThread& th);

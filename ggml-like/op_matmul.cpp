@@ -5,6 +5,7 @@
 
 #include "ggml-like/cpu_kernels.h"
 #include "ggml-like/dot.h"
+#include "ggml-like/gemm_int16.h"
 #include "ggml-like/quant.h"
 
 namespace ggl {
@@ -19,10 +20,84 @@ inline const uint8_t* batch_ptr(const Tensor& t, const Tensor& dst, int64_t b) {
 
 }  // namespace
 
+// Batched products with quantized weights take the integer GEMM (gemm_int16.h) from this many
+// activation columns on: with fewer, unpacking a weight panel costs more than it saves (and a
+// decode step stays on the float path).
+constexpr int64_t kInt16MinCols = 8;
+
+namespace {
+
+bool int16_eligible(const Tensor& w, const Tensor& x, int64_t cols) {
+  return cols >= kInt16MinCols && x.type == Type::F32 && x.nb[0] == sizeof(float) &&
+         int16_gemm::supports(w.type, w.ne[0]);
+}
+
+// The integer path of a 2-D product: the team quantizes the activation columns into the shared
+// work area, then each thread unpacks its own weight panels and multiplies every column by them.
+bool int16_mul_mat(const Tensor& dst) {
+  return dst.ne[2] * dst.ne[3] == 1 && int16_eligible(*dst.src[0], *dst.src[1], dst.src[1]->ne[1]);
+}
+
+size_t quantized_columns_bytes(int64_t K, int64_t cols) {
+  return scratch_size(int16_gemm::column_bytes(K) * cols);
+}
+
+// Quantizes columns [0, cols) of x (column c at x_of(c)) into `out`, split across the team.
+template <class ColumnOf>
+void quantize_columns(int64_t K, int64_t cols, ColumnOf x_of, uint8_t* out, const CpuThread& th) {
+  const size_t cb = int16_gemm::column_bytes(K);
+  auto [c0, c1] = split_range(cols, th.ith, th.nth);
+  for (int64_t c = c0; c < c1; ++c) int16_gemm::quantize_column(x_of(c), K, out + c * cb);
+  th.barrier();
+}
+
+// Unpacks `rows` weight rows into `panel` and multiplies them by `cols` quantized activation
+// columns: column c is at column_of(c), its output starts at y_of(c).
+template <class ColumnOf, class OutputOf>
+void multiply_columns(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t K, uint8_t* panel,
+                      int64_t cols, ColumnOf column_of, OutputOf y_of) {
+  constexpr int64_t kBatch = 64;
+  const void* xs[kBatch];
+  float* ys[kBatch];
+  int16_gemm::pack_panel(t, w, row_stride, rows, K, panel);
+  for (int64_t c0 = 0; c0 < cols; c0 += kBatch) {
+    const int64_t count = std::min(kBatch, cols - c0);
+    for (int64_t c = 0; c < count; ++c) {
+      xs[c] = column_of(c0 + c);
+      ys[c] = y_of(c0 + c);
+    }
+    int16_gemm::multiply_panel(t, panel, rows, K, xs, ys, count);
+  }
+}
+
+}  // namespace
+
+size_t cpu_mul_mat_work(const Tensor& dst, int n_threads) {
+  if (!int16_mul_mat(dst)) return 0;
+  const int64_t K = dst.src[0]->ne[0];
+  return quantized_columns_bytes(K, dst.src[1]->ne[1]) + scratch_size(int16_gemm::panel_bytes(K)) * n_threads;
+}
+
 void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
   const Tensor& w = *dst.src[0];
   const Tensor& x = *dst.src[1];
   const int64_t K = w.ne[0], N = w.ne[1], M = x.ne[1];
+  if (int16_mul_mat(dst)) {
+    uint8_t* columns = th.work;
+    quantize_columns(K, M, [&](int64_t c) { return x.f32_row(c); }, columns, th);
+    const size_t panel_bytes = scratch_size(int16_gemm::panel_bytes(K));
+    uint8_t* panel = th.scratch<uint8_t>(panel_bytes, quantized_columns_bytes(K, M));
+    const int64_t panels = (N + int16_gemm::kPanelRows - 1) / int16_gemm::kPanelRows;
+    auto [p0, p1] = split_range(panels, th.ith, th.nth);
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t n0 = p * int16_gemm::kPanelRows, rows = std::min(int16_gemm::kPanelRows, N - n0);
+      multiply_columns(
+          w.type, w.bytes() + n0 * w.nb[1], w.nb[1], rows, K, panel, M,
+          [&](int64_t c) { return columns + c * int16_gemm::column_bytes(K); },
+          [&](int64_t c) { return dst.f32_row(c) + n0; });
+    }
+    return;
+  }
   const int64_t batches = dst.ne[2] * dst.ne[3];
   const int64_t x_stride = static_cast<int64_t>(x.nb[1] / sizeof(float));
   // Threads take contiguous ranges of the flattened (batch, output row) space.
@@ -88,30 +163,41 @@ void cpu_mul_mat_t(const Tensor& dst, const CpuThread& th) {
 }
 
 // mul_mat_id: every thread takes the same share of output rows of every expert in use and walks
-// the (slot, token) pairs routed to that expert in tiles, gathering their activation columns so
-// each weight row is decoded once per tile.
+// the (slot, token) pairs routed to that expert. An expert with enough pairs runs the integer GEMM
+// over its weight panels (activation columns quantized once, up front, for all experts); one with
+// few takes the float path in tiles, gathering the pairs' activation columns so each weight row is
+// decoded once per tile.
 namespace {
 constexpr int64_t kIdTile = 8;
 
 struct IdLayout {
-  size_t counts, pairs, xtile, ytile, per_thread;
+  bool int16 = false;
+  size_t shared = 0;  // quantized activation columns (integer path)
+  size_t counts, pairs, xtile, ytile, panel, per_thread;
 };
 
 IdLayout id_layout(const Tensor& dst) {
   const Tensor& w = *dst.src[0];
+  const Tensor& x = *dst.src[1];
   const Tensor& ids = *dst.src[2];
-  const int64_t E = w.ne[2], P = ids.ne[0] * ids.ne[1];
+  const int64_t K = w.ne[0], E = w.ne[2], P = ids.ne[0] * ids.ne[1];
   IdLayout l{};
+  l.int16 = int16_eligible(w, x, P);
+  if (l.int16) l.shared = quantized_columns_bytes(K, x.ne[1] * x.ne[2]);
   l.counts = 0;
   l.pairs = scratch_size((2 * E + 1) * sizeof(int32_t));  // starts, then fill cursors
   l.xtile = l.pairs + scratch_size(P * sizeof(int32_t));
-  l.ytile = l.xtile + scratch_size(kIdTile * w.ne[0] * sizeof(float));
-  l.per_thread = l.ytile + scratch_size(kIdTile * w.ne[1] * sizeof(float));
+  l.ytile = l.xtile + scratch_size(kIdTile * K * sizeof(float));
+  l.panel = l.ytile + scratch_size(kIdTile * w.ne[1] * sizeof(float));
+  l.per_thread = l.panel + (l.int16 ? scratch_size(int16_gemm::panel_bytes(K)) : 0);
   return l;
 }
 }  // namespace
 
-size_t cpu_mul_mat_id_work(const Tensor& dst, int n_threads) { return id_layout(dst).per_thread * n_threads; }
+size_t cpu_mul_mat_id_work(const Tensor& dst, int n_threads) {
+  const IdLayout l = id_layout(dst);
+  return l.shared + l.per_thread * n_threads;
+}
 
 void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
   const Tensor& w = *dst.src[0];
@@ -120,7 +206,9 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
   const int64_t K = w.ne[0], N = w.ne[1], E = w.ne[2];
   const int64_t k_used = ids.ne[0], T = ids.ne[1], S = x.ne[1];
   const IdLayout l = id_layout(dst);
-  uint8_t* mine = th.work + static_cast<size_t>(th.ith) * l.per_thread;
+  uint8_t* columns = th.work;  // column (slot s, token t) at s + S * t
+  if (l.int16) quantize_columns(K, S * T, [&](int64_t c) { return x.f32_row(c % S, c / S); }, columns, th);
+  uint8_t* mine = th.work + l.shared + static_cast<size_t>(th.ith) * l.per_thread;
   auto* start = reinterpret_cast<int32_t*>(mine + l.counts);  // start[e] .. start[e+1]: pairs of expert e
   auto* pairs = reinterpret_cast<int32_t*>(mine + l.pairs);   // pair = slot + k_used * token
   auto* xt = reinterpret_cast<float*>(mine + l.xtile);
@@ -142,11 +230,31 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
       if (e >= 0 && e < E) pairs[fill[e]++] = static_cast<int32_t>(i + k_used * t);
     }
 
+  const size_t rb = row_bytes(w.type, K);
+  if (l.int16) {
+    // Whole panels per thread; each routed expert's panels are unpacked once for all its pairs.
+    const size_t cb = int16_gemm::column_bytes(K);
+    const int64_t panels = (N + int16_gemm::kPanelRows - 1) / int16_gemm::kPanelRows;
+    auto [p0, p1] = split_range(panels, th.ith, th.nth);
+    for (int64_t e = 0; e < E; ++e) {
+      const int64_t count = start[e + 1] - start[e];
+      if (count < kInt16MinCols) continue;  // done on the float path below
+      const int32_t* ep = pairs + start[e];
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t n0 = p * int16_gemm::kPanelRows, rows = std::min(int16_gemm::kPanelRows, N - n0);
+        multiply_columns(
+            w.type, w.bytes() + e * w.nb[2] + n0 * rb, rb, rows, K, mine + l.panel, count,
+            [&](int64_t c) { return columns + (ep[c] % k_used % S + S * (ep[c] / k_used)) * cb; },
+            [&](int64_t c) { return dst.f32_row(ep[c] % k_used, ep[c] / k_used) + n0; });
+      }
+    }
+  }
+
   auto [n0, n1] = split_range(N, th.ith, th.nth);
   if (n0 >= n1) return;
   const int64_t rows = n1 - n0;
-  const size_t rb = row_bytes(w.type, K);
   for (int64_t e = 0; e < E; ++e) {
+    if (l.int16 && start[e + 1] - start[e] >= kInt16MinCols) continue;  // done above
     const uint8_t* we = w.bytes() + e * w.nb[2] + n0 * rb;
     for (int64_t p0 = start[e]; p0 < start[e + 1]; p0 += kIdTile) {
       const int64_t cols = std::min<int64_t>(kIdTile, start[e + 1] - p0);

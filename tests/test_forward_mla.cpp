@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ggml-like/error.h"
+#include "ggml-like/gemm_int16.h"
 #include "ggml-like/gguf.h"
 #include "src/model/cache_footprint.h"
 #include "src/model/session.h"
@@ -46,24 +47,37 @@ std::vector<float> run(const latte::Model& model, const std::vector<int32_t>& to
 
 class MlaFixture : public ::testing::TestWithParam<const char*> {};
 
+// The two forms are the same mathematics: in float32 they agree to rounding. With the integer
+// GEMM (quantized weights, 16-bit activations) they multiply different matrices, so each carries
+// its own activation rounding; they must still agree within the 16-bit budget the fixtures README
+// gives an F16 cache (nrmse 2e-3) with the same top token everywhere.
+struct Int16GemmSwitch {
+  explicit Int16GemmSwitch(bool on) { ggl::int16_gemm::set_enabled(on); }
+  ~Int16GemmSwitch() { ggl::int16_gemm::set_enabled(true); }
+};
+
 TEST_P(MlaFixture, AbsorbedAndNaiveAttentionAgree) {
   const std::string name = GetParam();
   LATTE_REQUIRE_SHARED("fixtures/" + name + ".gguf");
   const latte::Model model(fixture_path(name));
   const auto tokens = fixture_tokens(name);
   const size_t n_vocab = static_cast<size_t>(model.hparams().n_vocab);
-  for (size_t prefill : {tokens.size(), size_t{40}}) {
-    const auto absorbed = run(model, tokens, MlaMode::kAbsorb, prefill);
-    const auto naive = run(model, tokens, MlaMode::kNaive, prefill);
-    const auto automatic = run(model, tokens, MlaMode::kAuto, prefill);
-    const auto an = latte::testing::compare_logits(naive, absorbed, n_vocab);
-    const auto aa = latte::testing::compare_logits(naive, automatic, n_vocab);
-    std::printf("[metrics] %s prefill %zu: absorb vs naive nrmse=%.3e max_kl=%.3e top1=%.3f; auto vs naive nrmse=%.3e\n",
-                name.c_str(), prefill, an.nrmse, an.max_kl, an.top1, aa.nrmse);
-    EXPECT_LE(an.nrmse, 1e-5);
-    EXPECT_LE(an.max_kl, 1e-8);
-    EXPECT_EQ(an.top1, 1.0);
-    EXPECT_LE(aa.nrmse, 1e-5);
+  for (bool int16 : {false, true}) {
+    const Int16GemmSwitch gemm(int16);
+    for (size_t prefill : {tokens.size(), size_t{40}}) {
+      const auto absorbed = run(model, tokens, MlaMode::kAbsorb, prefill);
+      const auto naive = run(model, tokens, MlaMode::kNaive, prefill);
+      const auto automatic = run(model, tokens, MlaMode::kAuto, prefill);
+      const auto an = latte::testing::compare_logits(naive, absorbed, n_vocab);
+      const auto aa = latte::testing::compare_logits(naive, automatic, n_vocab);
+      std::printf("[metrics] %s prefill %zu int16 %d: absorb vs naive nrmse=%.3e max_kl=%.3e top1=%.3f; auto vs naive "
+                  "nrmse=%.3e\n",
+                  name.c_str(), prefill, int16, an.nrmse, an.max_kl, an.top1, aa.nrmse);
+      EXPECT_LE(an.nrmse, int16 ? 2e-3 : 1e-5);
+      EXPECT_LE(an.max_kl, int16 ? 1e-4 : 1e-8);
+      EXPECT_EQ(an.top1, 1.0);
+      EXPECT_LE(aa.nrmse, int16 ? 2e-3 : 1e-5);
+    }
   }
 }
 

@@ -1,0 +1,120 @@
+// The integer GEMM of the prefill path (gemm_int16.h) against dequantize-then-multiply in double
+// precision. The only error it may add is the rounding of each activation to 16 bits (at most
+// half a step of its block's scale, amax / 32767) plus float accumulation, and the bound below is
+// exactly that: a wrong lane, pair, scale or min in the kernel is far outside it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "ggml-like/fp16.h"
+#include "ggml-like/gemm_int16.h"
+#include "ggml-like/quant.h"
+
+namespace {
+
+using ggl::Type;
+namespace ig = ggl::int16_gemm;
+
+template <class T>
+struct Aligned {
+  explicit Aligned(size_t bytes) : raw(bytes + 64) {}
+  T* get() {
+    auto p = reinterpret_cast<uintptr_t>(raw.data());
+    return reinterpret_cast<T*>((p + 63) / 64 * 64);
+  }
+  std::vector<uint8_t> raw;
+};
+
+struct Case {
+  Type type;
+  int64_t rows, n, cols;
+};
+
+void check(const Case& k, uint32_t seed) {
+  if (!ig::supports(k.type, k.n)) GTEST_SKIP() << "no AVX-512 VNNI in this build: the float path is used";
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const size_t stride = ggl::row_bytes(k.type, k.n);
+  std::vector<uint8_t> w(stride * k.rows);
+  std::vector<float> wf(k.rows * k.n), src(k.n);
+  for (int64_t r = 0; r < k.rows; ++r) {
+    for (float& v : src) v = normal(rng) * 0.1f + (k.type == Type::Q4_1 ? 0.05f : 0.0f);
+    ggl::quantize_row(k.type, src.data(), w.data() + r * stride, k.n);
+    ggl::dequantize_row(k.type, w.data() + r * stride, wf.data() + r * k.n, k.n);
+  }
+  // Activations with an outlier, a block of zeros and a tiny block, as real hidden states have.
+  std::vector<float> x(k.cols * k.n);
+  for (float& v : x) v = normal(rng);
+  for (int64_t c = 0; c < k.cols; ++c) {
+    x[c * k.n + (c * 7) % k.n] = 300.0f;
+    if (k.n >= 96) {
+      std::fill(x.begin() + c * k.n + 32, x.begin() + c * k.n + 64, 0.0f);
+      for (int64_t i = 64; i < 96; ++i) x[c * k.n + i] *= 1e-6f;
+    }
+  }
+
+  const size_t cb = ig::column_bytes(k.n);
+  Aligned<uint8_t> columns(cb * k.cols), panel(ig::panel_bytes(k.n));
+  for (int64_t c = 0; c < k.cols; ++c) ig::quantize_column(x.data() + c * k.n, k.n, columns.get() + c * cb);
+  std::vector<float> y(k.cols * k.rows, -1.0f);
+  for (int64_t r0 = 0; r0 < k.rows; r0 += ig::kPanelRows) {
+    const int64_t rows = std::min(ig::kPanelRows, k.rows - r0);
+    ig::pack_panel(k.type, w.data() + r0 * stride, stride, rows, k.n, panel.get());
+    std::vector<const void*> xs(k.cols);
+    std::vector<float*> ys(k.cols);
+    for (int64_t c = 0; c < k.cols; ++c) {
+      xs[c] = columns.get() + c * cb;
+      ys[c] = y.data() + c * k.rows + r0;
+    }
+    ig::multiply_panel(k.type, panel.get(), rows, k.n, xs.data(), ys.data(), k.cols);
+  }
+
+  for (int64_t c = 0; c < k.cols; ++c) {
+    const float* xc = x.data() + c * k.n;
+    for (int64_t r = 0; r < k.rows; ++r) {
+      const float* wr = wf.data() + r * k.n;
+      double exact = 0, magnitude = 0, rounding = 0;
+      for (int64_t b = 0; b < k.n / 32; ++b) {
+        // Rounding x touches only the d * q part of a weight: Q4_1's min multiplies the exact sum.
+        double min = 0;
+        if (k.type == Type::Q4_1)
+          min = ggl::fp16_to_f32(reinterpret_cast<const ggl::BlockQ4_1*>(w.data() + r * stride)[b].m);
+        double amax = 0, wabs = 0;
+        for (int64_t i = b * 32; i < b * 32 + 32; ++i) {
+          exact += static_cast<double>(wr[i]) * xc[i];
+          magnitude += std::fabs(static_cast<double>(wr[i]) * xc[i]);
+          amax = std::max(amax, std::fabs(static_cast<double>(xc[i])));
+          wabs += std::fabs(wr[i] - min);
+        }
+        rounding += 0.5 * amax / 32767.0 * wabs;
+      }
+      const double bound = 1.001 * rounding + 2e-6 * magnitude + 1e-30;
+      ASSERT_NEAR(y[c * k.rows + r], exact, bound)
+          << ggl::type_name(k.type) << " rows " << k.rows << " n " << k.n << " cols " << k.cols << " at row " << r
+          << " col " << c;
+    }
+  }
+}
+
+TEST(Int16Gemm, MatchesExactProductWithinActivationRounding) {
+  uint32_t seed = 1;
+  for (Type t : {Type::Q4_0, Type::Q4_1, Type::Q8_0})
+    for (const Case& k : {Case{t, 32, 32, 1}, Case{t, 64, 128, 6}, Case{t, 40, 256, 13}, Case{t, 7, 96, 5},
+                          Case{t, 96, 1408, 8}})
+      check(k, seed++);
+}
+
+TEST(Int16Gemm, ManyColumnsCrossTheKernelsColumnBatches) {
+  check(Case{Type::Q4_0, 33, 64, 150}, 99);
+}
+
+TEST(Int16Gemm, TakesOnlyBlockQuantizedWeights) {
+  EXPECT_FALSE(ig::supports(Type::F32, 64));
+  EXPECT_FALSE(ig::supports(Type::F16, 64));
+  EXPECT_FALSE(ig::supports(Type::Q4_0, 48));
+}
+
+}  // namespace
