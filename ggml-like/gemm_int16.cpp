@@ -62,34 +62,6 @@ size_t panel_bytes(int64_t n) { return n / kBlock * kPanelBlockBytes; }
 #if GGL_INT16_GEMM
 namespace {
 
-// One block of 32 weights of a row as 32 int16 (the value before the block scale) plus its scale
-// and min (the min is zero except for Q4_1).
-inline __m512i unpack_block(Type t, const uint8_t* p, float& d, float& m) {
-  m = 0.0f;
-  if (t == Type::Q8_0) {
-    const auto* b = reinterpret_cast<const BlockQ8_0*>(p);
-    d = fp16_to_f32(b->d);
-    return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs)));
-  }
-  // Q4_0 / Q4_1: the low nibbles are elements 0..15, the high nibbles 16..31.
-  const uint8_t* qs;
-  if (t == Type::Q4_0) {
-    const auto* b = reinterpret_cast<const BlockQ4_0*>(p);
-    d = fp16_to_f32(b->d);
-    qs = b->qs;
-  } else {
-    const auto* b = reinterpret_cast<const BlockQ4_1*>(p);
-    d = fp16_to_f32(b->d);
-    m = fp16_to_f32(b->m);
-    qs = b->qs;
-  }
-  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m128i nib = _mm_set1_epi8(0x0F);
-  const __m256i both = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), nib), _mm_and_si128(bytes, nib));
-  const __m512i q = _mm512_cvtepu8_epi16(both);
-  return t == Type::Q4_0 ? _mm512_sub_epi16(q, _mm512_set1_epi16(8)) : q;
-}
-
 // In place: v[r] lane j becomes v[j] lane r (a 16 x 16 transpose of 32-bit elements).
 inline void transpose16(__m512i* v) {
   __m512i a[16], b[16];
@@ -219,26 +191,92 @@ void quantize_column(const float* x, int64_t n, void* column) {
   }
 }
 
+namespace {
+
+// Lane r: the fp16 at `base + offsets[r]` as a float; lanes outside `valid` are 0. (Gathers 32
+// bits, so the two bytes after the fp16 must be readable: they are the rest of the block.)
+inline __m512 gather_f16(const uint8_t* base, __m512i offsets, __mmask16 valid) {
+  const __m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, offsets, base, 1);
+  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words));
+}
+
+// The 16 pair vectors of one lane group from 16 rows' 16 bytes of 4-bit quants (element i in the
+// low nibble of byte i, element 16 + i in its high nibble), without widening first: the bytes are
+// transposed two at a time (byte pair u holds elements 2u, 2u + 1 and 2u + 16, 2u + 17), then the
+// nibbles split and widened. Q4_0 quants are offset by 8.
+void pack_q4_group(const uint8_t* const* qs, bool offset8, uint8_t* out) {
+  __m512i z[4];  // z[i]: rows 4i..4i+3, one per 128-bit lane
+  for (int i = 0; i < 4; ++i) {
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[4 * i])));
+    for (int l = 1; l < 4; ++l)
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[4 * i + l])), l);
+    z[i] = v;
+  }
+  // Word slot s of the transposed vector for byte pairs u = 2p, 2p + 1: row R = s % 16 and
+  // u = 2p + s / 16, found in z[R / 4] at word (R % 4) * 8 + u; rows 0..7 come from (z0, z1), rows
+  // 8..15 from (z2, z3) at the same indices.
+  alignas(64) int16_t index[32];
+  for (int slot = 0; slot < 32; ++slot) {
+    const int r = slot % 8;
+    index[slot] = static_cast<int16_t>((r / 4) * 32 + (r % 4) * 8 + slot / 16);
+  }
+  const __m512i base = _mm512_load_si512(index);
+  const __m512i low4 = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
+  auto widen = [offset8](__m256i bytes) {
+    return offset8 ? _mm512_cvtepi8_epi16(bytes) : _mm512_cvtepu8_epi16(bytes);
+  };
+  for (int p = 0; p < 4; ++p) {
+    const __m512i idx = _mm512_add_epi16(base, _mm512_set1_epi16(static_cast<short>(2 * p)));
+    const __m512i rows0_7 = _mm512_permutex2var_epi16(z[0], idx, z[1]);
+    const __m512i rows8_15 = _mm512_permutex2var_epi16(z[2], idx, z[3]);
+    const __m512i pairs = _mm512_mask_blend_epi16(0xFF00FF00u, rows0_7, rows8_15);
+    __m512i lo = _mm512_and_si512(pairs, low4), hi = _mm512_and_si512(_mm512_srli_epi16(pairs, 4), low4);
+    if (offset8) {
+      lo = _mm512_sub_epi8(lo, eight);
+      hi = _mm512_sub_epi8(hi, eight);
+    }
+    const int j = 2 * p;  // pairs j, j + 1 (low nibbles) and j + 8, j + 9 (high nibbles)
+    _mm512_store_si512(out + j * 64, widen(_mm512_castsi512_si256(lo)));
+    _mm512_store_si512(out + (j + 1) * 64, widen(_mm512_extracti64x4_epi64(lo, 1)));
+    _mm512_store_si512(out + (j + 8) * 64, widen(_mm512_castsi512_si256(hi)));
+    _mm512_store_si512(out + (j + 9) * 64, widen(_mm512_extracti64x4_epi64(hi, 1)));
+  }
+}
+
+}  // namespace
+
 void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, void* panel) {
   const size_t block_bytes = traits(t).block_bytes;
   auto* out = static_cast<uint8_t*>(panel);
-  for (int64_t b = 0; b < n / kBlock; ++b) {
-    uint8_t* pb = out + b * kPanelBlockBytes;
-    auto* scales = reinterpret_cast<float*>(pb + kScalesOffset);
-    auto* mins = reinterpret_cast<float*>(pb + kMinsOffset);
-    for (int64_t g = 0; g < 2; ++g) {
-      __m512i v[kLanes];
-      for (int64_t r = 0; r < kLanes; ++r) {
-        const int64_t row = g * kLanes + r;
-        if (row < rows) {
-          v[r] = unpack_block(t, w + row * row_stride + b * block_bytes, scales[row], mins[row]);
-        } else {
-          v[r] = _mm512_setzero_si512();
-          scales[row] = mins[row] = 0.0f;
-        }
+  const size_t d_offset = 0, m_offset = sizeof(uint16_t), qs_offset = t == Type::Q4_1 ? 2 * sizeof(uint16_t)
+                                                                                     : sizeof(uint16_t);
+  static const uint8_t zeros[kBlock] = {};
+  for (int64_t g = 0; g < 2; ++g) {
+    const int64_t valid = std::clamp<int64_t>(rows - g * kLanes, 0, kLanes);
+    const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
+    alignas(64) int32_t offsets[kLanes];
+    for (int64_t r = 0; r < kLanes; ++r) offsets[r] = static_cast<int32_t>(r < valid ? r * row_stride : 0);
+    const __m512i row_offsets = _mm512_load_si512(offsets);
+    const uint8_t* group = w + g * kLanes * row_stride;
+    for (int64_t b = 0; b < n / kBlock; ++b) {
+      uint8_t* pb = out + b * kPanelBlockBytes;
+      const uint8_t* blocks = group + b * block_bytes;
+      _mm512_store_ps(pb + kScalesOffset + g * kLanes * sizeof(float), gather_f16(blocks + d_offset, row_offsets, mask));
+      _mm512_store_ps(pb + kMinsOffset + g * kLanes * sizeof(float),
+                      t == Type::Q4_1 ? gather_f16(blocks + m_offset, row_offsets, mask) : _mm512_setzero_ps());
+      if (t == Type::Q8_0) {
+        __m512i v[kLanes];
+        for (int64_t r = 0; r < kLanes; ++r)
+          v[r] = r < valid ? _mm512_cvtepi8_epi16(_mm256_loadu_si256(
+                                 reinterpret_cast<const __m256i*>(blocks + r * row_stride + qs_offset)))
+                           : _mm512_setzero_si512();
+        transpose16(v);
+        for (int64_t j = 0; j < kPairs; ++j) _mm512_store_si512(pb + g * kGroupBytes + j * 64, v[j]);
+      } else {
+        const uint8_t* qs[kLanes];
+        for (int64_t r = 0; r < kLanes; ++r) qs[r] = r < valid ? blocks + r * row_stride + qs_offset : zeros;
+        pack_q4_group(qs, t == Type::Q4_0, pb + g * kGroupBytes);
       }
-      transpose16(v);
-      for (int64_t j = 0; j < kPairs; ++j) _mm512_store_si512(pb + g * kGroupBytes + j * 64, v[j]);
     }
   }
 }

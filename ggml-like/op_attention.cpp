@@ -7,7 +7,9 @@
 // "heads on lanes" with AVX-512: the 16 heads of a chunk sit in the lanes of one vector, so a key
 // block's scores are a [16 x Dk] by [Dk x 32] product of broadcast key elements and the
 // weighted sum of values a [16 x 32] by [32 x Dv] one; each cached row is read once for all heads,
-// there are no horizontal sums, and the softmax is updated once per block of keys.
+// there are no horizontal sums, and the softmax is updated once per block of keys. MHA prefill
+// (one head per KV head, as MLA's naive form) puts 16 consecutive tokens of one head on the lanes
+// instead, each lane masked causally: every key row is then read once per 16 queries.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -48,7 +50,9 @@ struct Scratch {
 
 // Heads-on-lanes scratch (see the file comment): transposed scaled queries [Dk][16], transposed
 // accumulators [Dv][16], a block's scores [kKeyBlock][16], and its decoded K and V rows.
-constexpr int kHeadLanes = 16;
+constexpr int64_t kHeadLanes = 16;
+// MHA batches of at least this many tokens put tokens on lanes.
+constexpr int64_t kMinTokenLanes = 4;
 constexpr int64_t kKeyBlock = 32;
 size_t wide_floats(const Dims& d) {
   return kHeadLanes * (d.Dk + d.Dv + kKeyBlock) + kKeyBlock * (d.Dk + d.Dv) + 64;
@@ -74,6 +78,11 @@ Scratch scratch_for(const Dims& d, const CpuThread& th) {
 float* wide_scratch(const Dims& d, const Scratch& s) {
   float* p = s.acc + d.G * d.Dv;
   return p + (64 - reinterpret_cast<uintptr_t>(p) % 64) % 64 / sizeof(float);  // 64-byte aligned
+}
+
+int64_t visible_keys(const Tensor& dst, const Dims& d, int64_t t) {
+  const int32_t pos = reinterpret_cast<const int32_t*>(dst.src[3]->data)[t];
+  return std::clamp<int64_t>(static_cast<int64_t>(pos) + 1, 0, d.Nkv);
 }
 
 // Online softmax over keys [j0, j1) for query token t and the G heads of KV head hkv.
@@ -124,11 +133,25 @@ void attend(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int64_t j0
 #if defined(GGL_ATTN_WIDE)
 using Vec = xsimd::batch<float, xsimd::avx512f>;
 
-// Online softmax over keys [j0, j1) for query token t and heads [g0, g0 + gn) (gn <= 16) of KV
-// head hkv, heads on lanes; leaves the same state as attend() for those heads.
-void attend_wide(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int64_t g0, int64_t gn, int64_t j0,
-                 int64_t j1, const Scratch& s) {
-  const Tensor& q = *dst.src[0];
+// The queries one wide pass serves, one per lane: several heads of one token (GQA/MQA), or one
+// head at several consecutive tokens (MHA prefill). Lane i sees keys [j0, visible[i]); lanes past
+// n are unused (zero queries that see every key).
+struct Lanes {
+  int64_t n = 0;
+  const float* q[kHeadLanes];
+  int64_t visible[kHeadLanes];
+};
+
+// Online softmax over keys [j0, j1) of KV head hkv for every lane at once. Leaves the running max
+// and sum in wide scratch (see wide_state) and the transposed accumulators [Dv][16].
+struct WideState {
+  float* acc;  // [Dv][16]
+  alignas(64) float m[kHeadLanes];
+  alignas(64) float l[kHeadLanes];
+};
+
+void attend_wide(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& lanes, int64_t j0, int64_t j1,
+                 const Scratch& s, WideState& out) {
   const Tensor& k = *dst.src[1];
   const Tensor& v = *dst.src[2];
   const float scale = dst.params[0].f;
@@ -138,19 +161,26 @@ void attend_wide(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int64
   float* sc = acc + kHeadLanes * d.Dv;
   float* krows_f = sc + kHeadLanes * kKeyBlock;
   float* vrows_f = krows_f + kKeyBlock * d.Dk;
+  out.acc = acc;
 
   // Scaled queries, transposed; unused lanes are zero (their scores are 0 and ignored).
+  alignas(64) float limit[kHeadLanes];
   for (int64_t g = 0; g < kHeadLanes; ++g) {
-    const float* qr = g < gn ? q.f32_row(hkv * d.G + g0 + g, t) : nullptr;
+    const float* qr = g < lanes.n ? lanes.q[g] : nullptr;
     for (int64_t i = 0; i < d.Dk; ++i) qt[i * kHeadLanes + g] = qr ? qr[i] * scale : 0.0f;
+    limit[g] = static_cast<float>(g < lanes.n ? std::min(lanes.visible[g], j1) : j1);
   }
+  const Vec visible = Vec::load_aligned(limit);
+  int64_t j_end = j0;  // keys past every lane's limit are skipped
+  for (int64_t g = 0; g < kHeadLanes; ++g) j_end = std::max(j_end, static_cast<int64_t>(limit[g]));
+  const bool masked = xsimd::any(visible < Vec(static_cast<float>(j_end)));
   std::fill(acc, acc + kHeadLanes * d.Dv, 0.0f);
   Vec m(-INFINITY), l(0.0f);
 
   const float* krow[kKeyBlock];
   const float* vrow[kKeyBlock];
-  for (int64_t jb = j0; jb < j1; jb += kKeyBlock) {
-    const int64_t nk = std::min(kKeyBlock, j1 - jb);
+  for (int64_t jb = j0; jb < j_end; jb += kKeyBlock) {
+    const int64_t nk = std::min(kKeyBlock, j_end - jb);
     for (int64_t j = 0; j < nk; ++j) {
       const uint8_t* kr = k.row(hkv, jb + j);
       if (k.type == Type::F32) {
@@ -178,15 +208,20 @@ void attend_wide(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int64
         const Vec qv = Vec::load_aligned(qt + i * kHeadLanes);
         for (int r = 0; r < 8; ++r) a[r] = xsimd::fma(qv, Vec(kk[r][i]), a[r]);
       }
-      for (int r = 0; r < 8 && j + r < nk; ++r) a[r].store_aligned(sc + (j + r) * kHeadLanes);
+      for (int r = 0; r < 8 && j + r < nk; ++r) {
+        if (masked) a[r] = xsimd::select(Vec(static_cast<float>(jb + j + r)) < visible, a[r], Vec(-INFINITY));
+        a[r].store_aligned(sc + (j + r) * kHeadLanes);
+      }
     }
-    // Softmax update for the block.
+    // Softmax update for the block. A lane whose keys are all masked so far keeps max -inf: it
+    // adds nothing (its p are exp(-inf) = 0), and 0 stands in for its max in the exponents.
     Vec mb = m;
     for (int64_t j = 0; j < nk; ++j) mb = xsimd::max(mb, Vec::load_aligned(sc + j * kHeadLanes));
-    const Vec c = xsimd::exp(m - mb);  // 0 for the first block
+    const Vec base = masked ? xsimd::select(mb == Vec(-INFINITY), Vec(0.0f), mb) : mb;
+    const Vec c = xsimd::exp(m - base);  // 0 for the first block
     l *= c;
     for (int64_t j = 0; j < nk; ++j) {
-      const Vec p = xsimd::exp(Vec::load_aligned(sc + j * kHeadLanes) - mb);
+      const Vec p = xsimd::exp(Vec::load_aligned(sc + j * kHeadLanes) - base);
       p.store_aligned(sc + j * kHeadLanes);
       l += p;
     }
@@ -209,15 +244,49 @@ void attend_wide(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int64
       o.store_aligned(acc + i * kHeadLanes);
     }
   }
+  m.store_aligned(out.m);
+  l.store_aligned(out.l);
+}
 
-  alignas(64) float mv[kHeadLanes], lv[kHeadLanes];
-  m.store_aligned(mv);
-  l.store_aligned(lv);
+// Heads [g0, g0 + gn) of KV head hkv at token t, heads on lanes; leaves the same state as
+// attend() for those heads.
+void attend_heads_wide(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int64_t g0, int64_t gn,
+                       int64_t j0, int64_t j1, const Scratch& s) {
+  const Tensor& q = *dst.src[0];
+  Lanes lanes;
+  lanes.n = gn;
   for (int64_t g = 0; g < gn; ++g) {
-    s.m[g0 + g] = mv[g];
-    s.l[g0 + g] = lv[g];
+    lanes.q[g] = q.f32_row(hkv * d.G + g0 + g, t);
+    lanes.visible[g] = j1;
+  }
+  WideState st;
+  attend_wide(dst, d, hkv, lanes, j0, j1, s, st);
+  for (int64_t g = 0; g < gn; ++g) {
+    s.m[g0 + g] = st.m[g];
+    s.l[g0 + g] = st.l[g];
     float* out = s.acc + (g0 + g) * d.Dv;
-    for (int64_t i = 0; i < d.Dv; ++i) out[i] = acc[i * kHeadLanes + g];
+    for (int64_t i = 0; i < d.Dv; ++i) out[i] = st.acc[i * kHeadLanes + g];
+  }
+}
+
+// MHA prefill: head h at tokens [t0, t0 + tn), tokens on lanes, each masked causally; writes the
+// normalised outputs.
+void attend_tokens_wide(const Tensor& dst, const Dims& d, int64_t h, int64_t t0, int64_t tn, const Scratch& s) {
+  const Tensor& q = *dst.src[0];
+  Lanes lanes;
+  lanes.n = tn;
+  int64_t last = 0;
+  for (int64_t i = 0; i < tn; ++i) {
+    lanes.q[i] = q.f32_row(h, t0 + i);
+    lanes.visible[i] = visible_keys(dst, d, t0 + i);
+    last = std::max(last, lanes.visible[i]);
+  }
+  WideState st;
+  attend_wide(dst, d, h, lanes, 0, last, s, st);
+  for (int64_t i = 0; i < tn; ++i) {
+    float* out = dst.f32_row(h, t0 + i);
+    const float inv = st.l[i] > 0.0f ? 1.0f / st.l[i] : 0.0f;
+    for (int64_t e = 0; e < d.Dv; ++e) out[e] = st.acc[e * kHeadLanes + i] * inv;
   }
 }
 #endif
@@ -228,16 +297,11 @@ void attend_group(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int6
 #if defined(GGL_ATTN_WIDE)
   if (d.G >= 2) {
     for (int64_t g0 = 0; g0 < d.G; g0 += kHeadLanes)
-      attend_wide(dst, d, t, hkv, g0, std::min<int64_t>(kHeadLanes, d.G - g0), j0, j1, s);
+      attend_heads_wide(dst, d, t, hkv, g0, std::min<int64_t>(kHeadLanes, d.G - g0), j0, j1, s);
     return;
   }
 #endif
   attend(dst, d, t, hkv, j0, j1, s);
-}
-
-int64_t visible_keys(const Tensor& dst, const Dims& d, int64_t t) {
-  const int32_t pos = reinterpret_cast<const int32_t*>(dst.src[3]->data)[t];
-  return std::clamp<int64_t>(static_cast<int64_t>(pos) + 1, 0, d.Nkv);
 }
 
 }  // namespace
@@ -251,6 +315,19 @@ void cpu_flash_attn(const Tensor& dst, const CpuThread& th) {
   const Dims d = dims_of(dst);
   const Scratch s = scratch_for(d, th);
   const int64_t items = d.T * d.Hkv;
+
+#if defined(GGL_ATTN_WIDE)
+  // MHA prefill: blocks of 16 consecutive tokens of one head share every key row. Items are
+  // dealt round-robin: later token blocks see more keys, so contiguous ranges would not balance.
+  if (d.G == 1 && d.T >= kMinTokenLanes) {
+    const int64_t blocks = (d.T + kHeadLanes - 1) / kHeadLanes;
+    for (int64_t item = th.ith; item < blocks * d.H; item += th.nth) {
+      const int64_t t0 = (item / d.H) * kHeadLanes, h = item % d.H;
+      attend_tokens_wide(dst, d, h, t0, std::min(kHeadLanes, d.T - t0), s);
+    }
+    return;
+  }
+#endif
 
   if (items >= th.nth) {
     auto [i0, i1] = split_range(items, th.ith, th.nth);
