@@ -34,9 +34,9 @@ bool int16_eligible(const Tensor& w, const Tensor& x, int64_t cols) {
 
 // The integer path of a 2-D product: the team quantizes the activation columns into the shared
 // work area, then each thread unpacks its own weight panels and multiplies every column by them.
-bool int16_mul_mat(const Tensor& dst) {
-  return dst.ne[2] * dst.ne[3] == 1 && int16_eligible(*dst.src[0], *dst.src[1], dst.src[1]->ne[1]);
-}
+bool int16_mul_mat(const Tensor& dst) { return int16_eligible(*dst.src[0], *dst.src[1], dst.src[1]->ne[1]); }
+
+int64_t column_count(const Tensor& x) { return x.ne[1] * x.ne[2] * x.ne[3]; }
 
 size_t quantized_columns_bytes(int64_t K, int64_t cols) {
   return scratch_size(int16_gemm::column_bytes(K) * cols);
@@ -75,7 +75,8 @@ void multiply_columns(Type t, const uint8_t* w, size_t row_stride, int64_t rows,
 size_t cpu_mul_mat_work(const Tensor& dst, int n_threads) {
   if (!int16_mul_mat(dst)) return 0;
   const int64_t K = dst.src[0]->ne[0];
-  return quantized_columns_bytes(K, dst.src[1]->ne[1]) + scratch_size(int16_gemm::panel_bytes(K)) * n_threads;
+  return quantized_columns_bytes(K, column_count(*dst.src[1])) +
+         scratch_size(int16_gemm::panel_bytes(K)) * n_threads;
 }
 
 void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
@@ -83,18 +84,24 @@ void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
   const Tensor& x = *dst.src[1];
   const int64_t K = w.ne[0], N = w.ne[1], M = x.ne[1];
   if (int16_mul_mat(dst)) {
+    // Every activation column of every batch quantized once, then (batch, panel) items per thread.
+    const size_t cb = int16_gemm::column_bytes(K);
     uint8_t* columns = th.work;
-    quantize_columns(K, M, [&](int64_t c) { return x.f32_row(c); }, columns, th);
+    quantize_columns(K, column_count(x), [&](int64_t c) { return x.f32_row(c % M, c / M % x.ne[2], c / M / x.ne[2]); },
+                     columns, th);
     const size_t panel_bytes = scratch_size(int16_gemm::panel_bytes(K));
-    uint8_t* panel = th.scratch<uint8_t>(panel_bytes, quantized_columns_bytes(K, M));
+    uint8_t* panel = th.scratch<uint8_t>(panel_bytes, quantized_columns_bytes(K, column_count(x)));
     const int64_t panels = (N + int16_gemm::kPanelRows - 1) / int16_gemm::kPanelRows;
-    auto [p0, p1] = split_range(panels, th.ith, th.nth);
-    for (int64_t p = p0; p < p1; ++p) {
+    auto [i0, i1] = split_range(panels * dst.ne[2] * dst.ne[3], th.ith, th.nth);
+    for (int64_t item = i0; item < i1; ++item) {
+      const int64_t b = item / panels, p = item % panels;
+      const int64_t b2 = b % dst.ne[2], b3 = b / dst.ne[2];
+      const int64_t xb = b2 / (dst.ne[2] / x.ne[2]) + x.ne[2] * (b3 / (dst.ne[3] / x.ne[3]));
       const int64_t n0 = p * int16_gemm::kPanelRows, rows = std::min(int16_gemm::kPanelRows, N - n0);
       multiply_columns(
-          w.type, w.bytes() + n0 * w.nb[1], w.nb[1], rows, K, panel, M,
-          [&](int64_t c) { return columns + c * int16_gemm::column_bytes(K); },
-          [&](int64_t c) { return dst.f32_row(c) + n0; });
+          w.type, batch_ptr(w, dst, b) + n0 * w.nb[1], w.nb[1], rows, K, panel, M,
+          [&](int64_t c) { return columns + (xb * M + c) * cb; },
+          [&](int64_t c) { return dst.f32_row(c, b2, b3) + n0; });
     }
     return;
   }
