@@ -100,6 +100,12 @@ TEST(MlaPath, AutoAbsorbsDecodeAndExpandsFreshPrefill) {
   EXPECT_EQ(latte::choose_mla_path(hp, 512, 0, MlaMode::kAuto), MlaMode::kNaive);
   // A short chunk after a long cached prefix: expanding the whole prefix is not worth it.
   EXPECT_EQ(latte::choose_mla_path(hp, 4, 4000, MlaMode::kAuto), MlaMode::kAbsorb);
+  // Faster up-projections (the integer GEMM) make expanding cheaper, not free.
+  EXPECT_EQ(latte::choose_mla_path(hp, 512, 0, MlaMode::kAuto, 1.3), MlaMode::kNaive);
+  EXPECT_EQ(latte::choose_mla_path(hp, 4, 4000, MlaMode::kAuto, 1.3), MlaMode::kAbsorb);
+  EXPECT_EQ(latte::choose_mla_path(hp, 64, 4096, MlaMode::kAuto, 1.0), MlaMode::kAbsorb);
+  EXPECT_EQ(latte::choose_mla_path(hp, 64, 4096, MlaMode::kAuto, 4.0), MlaMode::kNaive);
+  EXPECT_EQ(latte::latent_gemm_speedup(model), 1.0);  // F32 weights: float path
   EXPECT_EQ(latte::choose_mla_path(hp, 512, 0, MlaMode::kAbsorb), MlaMode::kAbsorb);
   EXPECT_EQ(latte::choose_mla_path(hp, 1, 10, MlaMode::kNaive), MlaMode::kNaive);
 

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "ggml-like/error.h"
+#include "ggml-like/gemm_int16.h"
 #include "src/model/graph_blocks.h"
 
 namespace latte {
@@ -22,20 +23,33 @@ std::optional<MlaMode> parse_mla_mode(std::string_view s) {
   return std::nullopt;
 }
 
-MlaMode choose_mla_path(const Hparams& hp, int64_t n_tokens, int64_t n_past, MlaMode requested) {
+MlaMode choose_mla_path(const Hparams& hp, int64_t n_tokens, int64_t n_past, MlaMode requested,
+                        double gemm_speedup) {
   if (requested != MlaMode::kAuto) return requested;
   // A decode step never expands cached latents.
   if (n_tokens <= 1) return MlaMode::kAbsorb;
-  // Multiply-adds per head of the two paths (the projections both share are left out). Queries
-  // see on average n_past + n_tokens / 2 keys.
+  // Time per head of the two paths in multiply-adds of the attention kernels (the projections
+  // both share are left out): the up-projections of queries/outputs (absorb) or of every visible
+  // latent (naive) count 1 / gemm_speedup each. Queries see on average n_past + n_tokens / 2 keys.
   const MlaConfig& m = hp.mla;
   const double T = static_cast<double>(n_tokens), N = static_cast<double>(n_past + n_tokens);
   const double keys = (static_cast<double>(n_past) + T / 2) * T;
   const double L = static_cast<double>(m.kv_lora_rank), R = static_cast<double>(m.qk_rope);
   const double nope = static_cast<double>(m.qk_nope), v = static_cast<double>(m.v_head_dim);
-  const double absorb = T * L * (nope + v) + keys * (L + R + L);
-  const double naive = N * L * (nope + v) + keys * (nope + R + v);
+  const double absorb = T * L * (nope + v) / gemm_speedup + keys * (L + R + L);
+  const double naive = N * L * (nope + v) / gemm_speedup + keys * (nope + R + v);
   return naive < absorb ? MlaMode::kNaive : MlaMode::kAbsorb;
+}
+
+double latent_gemm_speedup(const Model& model) {
+  const Hparams& hp = model.hparams();
+  if (hp.arch != Arch::kDeepseek2 || model.weights().layers.empty()) return 1.0;
+  const LayerWeights& l = model.weights().layers.front();
+  const auto* w = l.wkv_b ? l.wkv_b : l.wv_b;
+  // The integer GEMM does twice the float kernels' multiply-adds per cycle, but expanding also
+  // copies the latents and per-head keys: 1.3 is what measured on DeepSeek-V2-Lite Q4_0 (absorb
+  // and naive prefill break even at ~140 tokens after 4096 cached ones, 2 threads; README).
+  return w && ggl::int16_gemm::supports(w->type, hp.mla.kv_lora_rank) ? 1.3 : 1.0;
 }
 
 ggl::Tensor* build_forward(ggl::Graph& g, const Model& model, const KvCache& cache, const ForwardBatch& batch) {

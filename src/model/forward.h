@@ -17,14 +17,20 @@ namespace latte {
 //           latents are attended directly (MQA over [latent ; rope key] rows). Used for decode.
 //   naive:  the latents of all visible tokens are expanded into per-head K and V (through
 //           attn_kv_b or attn_k_b/attn_v_b) and ordinary multi-head attention runs on them.
-//   auto:   absorb for single-token steps; for batches, whichever costs fewer multiply-adds
-//           (naive for a prefill without a long cached prefix).
+//   auto:   absorb for single-token steps; for batches, whichever costs less time by a model of
+//           multiply-adds (naive for a prefill without a long cached prefix).
 enum class MlaMode { kAuto, kAbsorb, kNaive };
 std::string_view mla_mode_name(MlaMode m);
 std::optional<MlaMode> parse_mla_mode(std::string_view s);
 
-// The path a batch takes (kAbsorb or kNaive) for this request.
-MlaMode choose_mla_path(const Hparams& hp, int64_t n_tokens, int64_t n_past, MlaMode requested);
+// The path a batch takes (kAbsorb or kNaive) for this request. gemm_speedup: how many times more
+// multiply-adds per second the latent up-projections (matrix products with attn_kv_b or
+// attn_k_b/attn_v_b) run at than the attention kernels: more than 1 where they take the integer
+// GEMM (latent_gemm_speedup), 1 in float32.
+MlaMode choose_mla_path(const Hparams& hp, int64_t n_tokens, int64_t n_past, MlaMode requested,
+                        double gemm_speedup = 1.0);
+// gemm_speedup for a model, from the type of its latent up-projection weights.
+double latent_gemm_speedup(const Model& model);
 
 struct ForwardBatch {
   std::span<const int32_t> tokens;  // validated ids
