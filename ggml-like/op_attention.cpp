@@ -8,8 +8,8 @@
 // block's scores are a [16 x Dk] by [Dk x 32] product of broadcast key elements and the
 // weighted sum of values a [16 x 32] by [32 x Dv] one; each cached row is read once for all heads,
 // there are no horizontal sums, and the softmax is updated once per block of keys. MHA prefill
-// (one head per KV head, as MLA's naive form) puts 16 consecutive tokens of one head on the lanes
-// instead, each lane masked causally: every key row is then read once per 16 queries.
+// (one head per KV head, as MLA's naive form) puts 32 consecutive tokens of one head on the lanes
+// of two vectors instead, each lane masked causally: every key row is read once per 32 queries.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -54,8 +54,10 @@ constexpr int64_t kHeadLanes = 16;
 // MHA batches of at least this many tokens put tokens on lanes.
 constexpr int64_t kMinTokenLanes = 4;
 constexpr int64_t kKeyBlock = 32;
+// Up to this many vectors of lanes per pass (MHA prefill: 32 tokens share each key row read).
+constexpr int kMaxLaneVecs = 2;
 size_t wide_floats(const Dims& d) {
-  return kHeadLanes * (d.Dk + d.Dv + kKeyBlock) + kKeyBlock * (d.Dk + d.Dv) + 64;
+  return kMaxLaneVecs * kHeadLanes * (d.Dk + d.Dv + kKeyBlock) + kKeyBlock * (d.Dk + d.Dv) + 64;
 }
 
 size_t scratch_floats(const Dims& d) { return d.Dk + d.Dv + 3 * d.G + d.G * d.Dv + 64 + wide_floats(d); }
@@ -136,47 +138,59 @@ using Vec = xsimd::batch<float, xsimd::avx512f>;
 // The queries one wide pass serves, one per lane: several heads of one token (GQA/MQA), or one
 // head at several consecutive tokens (MHA prefill). Lane i sees keys [j0, visible[i]); lanes past
 // n are unused (zero queries that see every key).
+constexpr int64_t kMaxLanes = kMaxLaneVecs * kHeadLanes;
 struct Lanes {
   int64_t n = 0;
-  const float* q[kHeadLanes];
-  int64_t visible[kHeadLanes];
+  const float* q[kMaxLanes];
+  int64_t visible[kMaxLanes];
 };
 
-// Online softmax over keys [j0, j1) of KV head hkv for every lane at once. Leaves the running max
-// and sum in wide scratch (see wide_state) and the transposed accumulators [Dv][16].
+// What a pass leaves: per lane the running max and sum, and the accumulators transposed,
+// [Dv][NV * 16] (lane i of element e at acc[e * NV * 16 + i]).
 struct WideState {
-  float* acc;  // [Dv][16]
-  alignas(64) float m[kHeadLanes];
-  alignas(64) float l[kHeadLanes];
+  float* acc;
+  alignas(64) float m[kMaxLanes];
+  alignas(64) float l[kMaxLanes];
 };
 
+// Online softmax over keys [j0, j1) of KV head hkv for NV vectors of 16 lanes at once: each key
+// row is read (and decoded) once for all of them.
+template <int NV>
 void attend_wide(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& lanes, int64_t j0, int64_t j1,
                  const Scratch& s, WideState& out) {
+  constexpr int64_t W = NV * kHeadLanes;  // lanes per row of the transposed buffers
   const Tensor& k = *dst.src[1];
   const Tensor& v = *dst.src[2];
   const float scale = dst.params[0].f;
   const bool v_in_k = v.type == k.type && v.data == k.data && v.nb[1] == k.nb[1] && v.nb[2] == k.nb[2];
   float* qt = wide_scratch(d, s);
-  float* acc = qt + kHeadLanes * d.Dk;
-  float* sc = acc + kHeadLanes * d.Dv;
-  float* krows_f = sc + kHeadLanes * kKeyBlock;
+  float* acc = qt + W * d.Dk;
+  float* sc = acc + W * d.Dv;
+  float* krows_f = sc + W * kKeyBlock;
   float* vrows_f = krows_f + kKeyBlock * d.Dk;
   out.acc = acc;
 
   // Scaled queries, transposed; unused lanes are zero (their scores are 0 and ignored).
-  alignas(64) float limit[kHeadLanes];
-  for (int64_t g = 0; g < kHeadLanes; ++g) {
+  alignas(64) float limit[W];
+  for (int64_t g = 0; g < W; ++g) {
     const float* qr = g < lanes.n ? lanes.q[g] : nullptr;
-    for (int64_t i = 0; i < d.Dk; ++i) qt[i * kHeadLanes + g] = qr ? qr[i] * scale : 0.0f;
+    for (int64_t i = 0; i < d.Dk; ++i) qt[i * W + g] = qr ? qr[i] * scale : 0.0f;
     limit[g] = static_cast<float>(g < lanes.n ? std::min(lanes.visible[g], j1) : j1);
   }
-  const Vec visible = Vec::load_aligned(limit);
+  Vec visible[NV], m[NV], l[NV];
   int64_t j_end = j0;  // keys past every lane's limit are skipped
-  for (int64_t g = 0; g < kHeadLanes; ++g) j_end = std::max(j_end, static_cast<int64_t>(limit[g]));
-  const bool masked = xsimd::any(visible < Vec(static_cast<float>(j_end)));
-  std::fill(acc, acc + kHeadLanes * d.Dv, 0.0f);
-  Vec m(-INFINITY), l(0.0f);
+  for (int64_t g = 0; g < W; ++g) j_end = std::max(j_end, static_cast<int64_t>(limit[g]));
+  bool masked = false;
+  for (int u = 0; u < NV; ++u) {
+    visible[u] = Vec::load_aligned(limit + u * kHeadLanes);
+    masked = masked || xsimd::any(visible[u] < Vec(static_cast<float>(j_end)));
+    m[u] = Vec(-INFINITY);
+    l[u] = Vec(0.0f);
+  }
+  std::fill(acc, acc + W * d.Dv, 0.0f);
 
+  // Keys per score group: 8 independent accumulators per lane vector.
+  constexpr int kGroup = 8 / NV;
   const float* krow[kKeyBlock];
   const float* vrow[kKeyBlock];
   for (int64_t jb = j0; jb < j_end; jb += kKeyBlock) {
@@ -198,54 +212,74 @@ void attend_wide(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& lan
         vrow[j] = vrows_f + j * d.Dv;
       }
     }
-    // Scores, 8 keys at a time (8 independent accumulators); a short last group repeats key 0.
-    for (int64_t j = 0; j < nk; j += 8) {
-      const float* kk[8];
-      for (int i = 0; i < 8; ++i) kk[i] = krow[j + i < nk ? j + i : 0];
-      Vec a[8];
-      for (auto& x : a) x = Vec(0.0f);
+    // Scores, kGroup keys at a time; a short last group repeats key 0.
+    for (int64_t j = 0; j < nk; j += kGroup) {
+      const float* kk[kGroup];
+      for (int i = 0; i < kGroup; ++i) kk[i] = krow[j + i < nk ? j + i : 0];
+      Vec a[kGroup][NV];
+      for (auto& row : a)
+        for (auto& x : row) x = Vec(0.0f);
       for (int64_t i = 0; i < d.Dk; ++i) {
-        const Vec qv = Vec::load_aligned(qt + i * kHeadLanes);
-        for (int r = 0; r < 8; ++r) a[r] = xsimd::fma(qv, Vec(kk[r][i]), a[r]);
+        Vec qv[NV];
+        for (int u = 0; u < NV; ++u) qv[u] = Vec::load_aligned(qt + i * W + u * kHeadLanes);
+        for (int r = 0; r < kGroup; ++r) {
+          const Vec kv(kk[r][i]);
+          for (int u = 0; u < NV; ++u) a[r][u] = xsimd::fma(qv[u], kv, a[r][u]);
+        }
       }
-      for (int r = 0; r < 8 && j + r < nk; ++r) {
-        if (masked) a[r] = xsimd::select(Vec(static_cast<float>(jb + j + r)) < visible, a[r], Vec(-INFINITY));
-        a[r].store_aligned(sc + (j + r) * kHeadLanes);
-      }
+      for (int r = 0; r < kGroup && j + r < nk; ++r)
+        for (int u = 0; u < NV; ++u) {
+          if (masked)
+            a[r][u] = xsimd::select(Vec(static_cast<float>(jb + j + r)) < visible[u], a[r][u], Vec(-INFINITY));
+          a[r][u].store_aligned(sc + (j + r) * W + u * kHeadLanes);
+        }
     }
     // Softmax update for the block. A lane whose keys are all masked so far keeps max -inf: it
     // adds nothing (its p are exp(-inf) = 0), and 0 stands in for its max in the exponents.
-    Vec mb = m;
-    for (int64_t j = 0; j < nk; ++j) mb = xsimd::max(mb, Vec::load_aligned(sc + j * kHeadLanes));
-    const Vec base = masked ? xsimd::select(mb == Vec(-INFINITY), Vec(0.0f), mb) : mb;
-    const Vec c = xsimd::exp(m - base);  // 0 for the first block
-    l *= c;
-    for (int64_t j = 0; j < nk; ++j) {
-      const Vec p = xsimd::exp(Vec::load_aligned(sc + j * kHeadLanes) - base);
-      p.store_aligned(sc + j * kHeadLanes);
-      l += p;
-    }
-    m = mb;
-    // acc[i] = acc[i] * c + sum_j p_j * v_j[i], 8 value elements at a time.
-    int64_t i = 0;
-    for (; i + 8 <= d.Dv; i += 8) {
-      Vec o[8];
-      for (int r = 0; r < 8; ++r) o[r] = Vec::load_aligned(acc + (i + r) * kHeadLanes) * c;
+    Vec c[NV];
+    for (int u = 0; u < NV; ++u) {
+      Vec mb = m[u];
+      for (int64_t j = 0; j < nk; ++j) mb = xsimd::max(mb, Vec::load_aligned(sc + j * W + u * kHeadLanes));
+      const Vec base = masked ? xsimd::select(mb == Vec(-INFINITY), Vec(0.0f), mb) : mb;
+      c[u] = xsimd::exp(m[u] - base);  // 0 for the first block
+      l[u] *= c[u];
       for (int64_t j = 0; j < nk; ++j) {
-        const Vec p = Vec::load_aligned(sc + j * kHeadLanes);
-        const float* vr = vrow[j] + i;
-        for (int r = 0; r < 8; ++r) o[r] = xsimd::fma(p, Vec(vr[r]), o[r]);
+        const Vec p = xsimd::exp(Vec::load_aligned(sc + j * W + u * kHeadLanes) - base);
+        p.store_aligned(sc + j * W + u * kHeadLanes);
+        l[u] += p;
       }
-      for (int r = 0; r < 8; ++r) o[r].store_aligned(acc + (i + r) * kHeadLanes);
+      m[u] = mb;
     }
-    for (; i < d.Dv; ++i) {
-      Vec o = Vec::load_aligned(acc + i * kHeadLanes) * c;
-      for (int64_t j = 0; j < nk; ++j) o = xsimd::fma(Vec::load_aligned(sc + j * kHeadLanes), Vec(vrow[j][i]), o);
-      o.store_aligned(acc + i * kHeadLanes);
+    // acc[i] = acc[i] * c + sum_j p_j * v_j[i], kGroup value elements at a time.
+    int64_t i = 0;
+    for (; i + kGroup <= d.Dv; i += kGroup) {
+      Vec o[kGroup][NV];
+      for (int r = 0; r < kGroup; ++r)
+        for (int u = 0; u < NV; ++u) o[r][u] = Vec::load_aligned(acc + (i + r) * W + u * kHeadLanes) * c[u];
+      for (int64_t j = 0; j < nk; ++j) {
+        Vec p[NV];
+        for (int u = 0; u < NV; ++u) p[u] = Vec::load_aligned(sc + j * W + u * kHeadLanes);
+        const float* vr = vrow[j] + i;
+        for (int r = 0; r < kGroup; ++r) {
+          const Vec vv(vr[r]);
+          for (int u = 0; u < NV; ++u) o[r][u] = xsimd::fma(p[u], vv, o[r][u]);
+        }
+      }
+      for (int r = 0; r < kGroup; ++r)
+        for (int u = 0; u < NV; ++u) o[r][u].store_aligned(acc + (i + r) * W + u * kHeadLanes);
     }
+    for (; i < d.Dv; ++i)
+      for (int u = 0; u < NV; ++u) {
+        Vec o = Vec::load_aligned(acc + i * W + u * kHeadLanes) * c[u];
+        for (int64_t j = 0; j < nk; ++j)
+          o = xsimd::fma(Vec::load_aligned(sc + j * W + u * kHeadLanes), Vec(vrow[j][i]), o);
+        o.store_aligned(acc + i * W + u * kHeadLanes);
+      }
   }
-  m.store_aligned(out.m);
-  l.store_aligned(out.l);
+  for (int u = 0; u < NV; ++u) {
+    m[u].store_aligned(out.m + u * kHeadLanes);
+    l[u].store_aligned(out.l + u * kHeadLanes);
+  }
 }
 
 // Heads [g0, g0 + gn) of KV head hkv at token t, heads on lanes; leaves the same state as
@@ -260,7 +294,7 @@ void attend_heads_wide(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv,
     lanes.visible[g] = j1;
   }
   WideState st;
-  attend_wide(dst, d, hkv, lanes, j0, j1, s, st);
+  attend_wide<1>(dst, d, hkv, lanes, j0, j1, s, st);
   for (int64_t g = 0; g < gn; ++g) {
     s.m[g0 + g] = st.m[g];
     s.l[g0 + g] = st.l[g];
@@ -269,8 +303,8 @@ void attend_heads_wide(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv,
   }
 }
 
-// MHA prefill: head h at tokens [t0, t0 + tn), tokens on lanes, each masked causally; writes the
-// normalised outputs.
+// MHA prefill: head h at tokens [t0, t0 + tn) (tn <= kMaxLanes), tokens on lanes, each masked
+// causally; writes the normalised outputs.
 void attend_tokens_wide(const Tensor& dst, const Dims& d, int64_t h, int64_t t0, int64_t tn, const Scratch& s) {
   const Tensor& q = *dst.src[0];
   Lanes lanes;
@@ -282,11 +316,15 @@ void attend_tokens_wide(const Tensor& dst, const Dims& d, int64_t h, int64_t t0,
     last = std::max(last, lanes.visible[i]);
   }
   WideState st;
-  attend_wide(dst, d, h, lanes, 0, last, s, st);
+  const int64_t width = tn > kHeadLanes ? 2 * kHeadLanes : kHeadLanes;
+  if (width > kHeadLanes)
+    attend_wide<2>(dst, d, h, lanes, 0, last, s, st);
+  else
+    attend_wide<1>(dst, d, h, lanes, 0, last, s, st);
   for (int64_t i = 0; i < tn; ++i) {
     float* out = dst.f32_row(h, t0 + i);
     const float inv = st.l[i] > 0.0f ? 1.0f / st.l[i] : 0.0f;
-    for (int64_t e = 0; e < d.Dv; ++e) out[e] = st.acc[e * kHeadLanes + i] * inv;
+    for (int64_t e = 0; e < d.Dv; ++e) out[e] = st.acc[e * width + i] * inv;
   }
 }
 #endif
@@ -317,13 +355,13 @@ void cpu_flash_attn(const Tensor& dst, const CpuThread& th) {
   const int64_t items = d.T * d.Hkv;
 
 #if defined(GGL_ATTN_WIDE)
-  // MHA prefill: blocks of 16 consecutive tokens of one head share every key row. Items are
+  // MHA prefill: blocks of 32 consecutive tokens of one head share every key row. Items are
   // dealt round-robin: later token blocks see more keys, so contiguous ranges would not balance.
   if (d.G == 1 && d.T >= kMinTokenLanes) {
-    const int64_t blocks = (d.T + kHeadLanes - 1) / kHeadLanes;
+    const int64_t blocks = (d.T + kMaxLanes - 1) / kMaxLanes;
     for (int64_t item = th.ith; item < blocks * d.H; item += th.nth) {
-      const int64_t t0 = (item / d.H) * kHeadLanes, h = item % d.H;
-      attend_tokens_wide(dst, d, h, t0, std::min(kHeadLanes, d.T - t0), s);
+      const int64_t t0 = (item / d.H) * kMaxLanes, h = item % d.H;
+      attend_tokens_wide(dst, d, h, t0, std::min(kMaxLanes, d.T - t0), s);
     }
     return;
   }
