@@ -12,13 +12,8 @@
 #include <cstring>
 
 #include "ggml-like/error.h"
-#include "ggml-like/fp16.h"
+#include "ggml-like/gemm_panel.h"
 #include "ggml-like/quant.h"
-#include "ggml-like/x86_intrinsics.h"
-
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
-#define GGL_INT16_GEMM 1
-#endif
 
 namespace ggl::int16_gemm {
 namespace {
@@ -59,7 +54,7 @@ size_t column_bytes(int64_t n) {
 
 size_t panel_bytes(int64_t n) { return n / kBlock * kPanelBlockBytes; }
 
-#if GGL_INT16_GEMM
+#if GGL_INT_GEMM
 namespace {
 
 // In place: v[r] lane j becomes v[j] lane r (a 16 x 16 transpose of 32-bit elements).
@@ -88,80 +83,19 @@ inline void transpose16(__m512i* v) {
   }
 }
 
-// Register tile: 32 panel rows (two vectors of 16 lanes) by C columns. Each block's integer sums
-// start from zero and are scaled into the float sums once per block.
-constexpr int kMaxCols = 6;
-
-template <int C, bool kHasMin>
-void multiply_tile(const uint8_t* panel, int64_t blocks, const Column* cols, __m512 (*out)[C]) {
-  __m512 acc[2][C];
-  for (int g = 0; g < 2; ++g)
-    for (int c = 0; c < C; ++c) acc[g][c] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* pb = panel + b * kPanelBlockBytes;
-    __m512i isum[2][C];
-    for (int g = 0; g < 2; ++g)
-      for (int c = 0; c < C; ++c) isum[g][c] = _mm512_setzero_si512();
-    const int16_t* xq[C];
-    for (int c = 0; c < C; ++c) xq[c] = cols[c].q + b * kBlock;
-    for (int j = 0; j < kPairs; ++j) {
-      const __m512i w0 = _mm512_load_si512(pb + j * 64);
-      const __m512i w1 = _mm512_load_si512(pb + kGroupBytes + j * 64);
-      for (int c = 0; c < C; ++c) {
-        int32_t pair;
-        std::memcpy(&pair, xq[c] + 2 * j, sizeof pair);
-        const __m512i x = _mm512_set1_epi32(pair);
-        isum[0][c] = _mm512_dpwssd_epi32(isum[0][c], w0, x);
-        isum[1][c] = _mm512_dpwssd_epi32(isum[1][c], w1, x);
-      }
-    }
-    const auto* scales = reinterpret_cast<const float*>(pb + kScalesOffset);
-    const __m512 d0 = _mm512_load_ps(scales), d1 = _mm512_load_ps(scales + kLanes);
-    for (int c = 0; c < C; ++c) {
-      const __m512 s = _mm512_set1_ps(cols[c].scale[b]);
-      acc[0][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[0][c]), _mm512_mul_ps(d0, s), acc[0][c]);
-      acc[1][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[1][c]), _mm512_mul_ps(d1, s), acc[1][c]);
-    }
-    if constexpr (kHasMin) {
-      const auto* mins = reinterpret_cast<const float*>(pb + kMinsOffset);
-      const __m512 m0 = _mm512_load_ps(mins), m1 = _mm512_load_ps(mins + kLanes);
-      for (int c = 0; c < C; ++c) {
-        const __m512 s = _mm512_set1_ps(cols[c].sum[b]);
-        acc[0][c] = _mm512_fmadd_ps(m0, s, acc[0][c]);
-        acc[1][c] = _mm512_fmadd_ps(m1, s, acc[1][c]);
-      }
-    }
+// 16-bit activations: a step adds a pair of weight-activation products per lane (VPDPWSSD).
+struct Format {
+  using Column = int16_gemm::Column;
+  static constexpr int kSteps = kPairs;
+  static int32_t start(const Column&, int64_t, int32_t) { return 0; }
+  static int32_t word(const Column& c, int64_t b, int j) {
+    int32_t pair;
+    std::memcpy(&pair, c.q + b * kBlock + 2 * j, sizeof pair);
+    return pair;
   }
-  for (int g = 0; g < 2; ++g)
-    for (int c = 0; c < C; ++c) out[g][c] = acc[g][c];
-}
-
-template <int C, bool kHasMin>
-void run_tile(const uint8_t* panel, int64_t rows, int64_t blocks, const Column* cols, float* const* y) {
-  __m512 out[2][C];
-  multiply_tile<C, kHasMin>(panel, blocks, cols, out);
-  for (int g = 0; g < 2; ++g) {
-    const int64_t valid = std::clamp<int64_t>(rows - g * kLanes, 0, kLanes);
-    if (valid == 0) break;
-    const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
-    for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(y[c] + g * kLanes, mask, out[g][c]);
-  }
-}
-
-template <bool kHasMin>
-void multiply_all(const uint8_t* panel, int64_t rows, int64_t blocks, const Column* cols, float* const* y,
-                  int64_t n_cols) {
-  int64_t c0 = 0;
-  for (; c0 + kMaxCols <= n_cols; c0 += kMaxCols) run_tile<kMaxCols, kHasMin>(panel, rows, blocks, cols + c0, y + c0);
-  switch (n_cols - c0) {
-    case 1: return run_tile<1, kHasMin>(panel, rows, blocks, cols + c0, y + c0);
-    case 2: return run_tile<2, kHasMin>(panel, rows, blocks, cols + c0, y + c0);
-    case 3: return run_tile<3, kHasMin>(panel, rows, blocks, cols + c0, y + c0);
-    case 4: return run_tile<4, kHasMin>(panel, rows, blocks, cols + c0, y + c0);
-    case 5: return run_tile<5, kHasMin>(panel, rows, blocks, cols + c0, y + c0);
-    default: return;
-  }
-}
+  static __m512i dot(__m512i acc, __m512i w, __m512i x) { return _mm512_dpwssd_epi32(acc, w, x); }
+};
+static_assert(gemm_panel::PanelBlock<Format>::kBytes == kPanelBlockBytes);
 
 }  // namespace
 
@@ -192,13 +126,6 @@ void quantize_column(const float* x, int64_t n, void* column) {
 }
 
 namespace {
-
-// Lane r: the fp16 at `base + offsets[r]` as a float; lanes outside `valid` are 0. (Gathers 32
-// bits, so the two bytes after the fp16 must be readable: they are the rest of the block.)
-inline __m512 gather_f16(const uint8_t* base, __m512i offsets, __mmask16 valid) {
-  const __m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, offsets, base, 1);
-  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words));
-}
 
 // The 16 pair vectors of one lane group from 16 rows' 16 bytes of 4-bit quants (element i in the
 // low nibble of byte i, element 16 + i in its high nibble), without widening first: the bytes are
@@ -252,18 +179,17 @@ void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64
                                                                                      : sizeof(uint16_t);
   static const uint8_t zeros[kBlock] = {};
   for (int64_t g = 0; g < 2; ++g) {
-    const int64_t valid = std::clamp<int64_t>(rows - g * kLanes, 0, kLanes);
-    const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
-    alignas(64) int32_t offsets[kLanes];
-    for (int64_t r = 0; r < kLanes; ++r) offsets[r] = static_cast<int32_t>(r < valid ? r * row_stride : 0);
-    const __m512i row_offsets = _mm512_load_si512(offsets);
+    const gemm_panel::GroupRows rows_of_group = gemm_panel::group_rows(g, rows, row_stride);
+    const int64_t valid = rows_of_group.count;
+    const __mmask16 mask = rows_of_group.valid;
+    const __m512i row_offsets = rows_of_group.offsets;
     const uint8_t* group = w + g * kLanes * row_stride;
     for (int64_t b = 0; b < n / kBlock; ++b) {
       uint8_t* pb = out + b * kPanelBlockBytes;
       const uint8_t* blocks = group + b * block_bytes;
-      _mm512_store_ps(pb + kScalesOffset + g * kLanes * sizeof(float), gather_f16(blocks + d_offset, row_offsets, mask));
+      _mm512_store_ps(pb + kScalesOffset + g * kLanes * sizeof(float), gemm_panel::gather_f16(blocks + d_offset, row_offsets, mask));
       _mm512_store_ps(pb + kMinsOffset + g * kLanes * sizeof(float),
-                      t == Type::Q4_1 ? gather_f16(blocks + m_offset, row_offsets, mask) : _mm512_setzero_ps());
+                      t == Type::Q4_1 ? gemm_panel::gather_f16(blocks + m_offset, row_offsets, mask) : _mm512_setzero_ps());
       if (t == Type::Q8_0) {
         __m512i v[kLanes];
         for (int64_t r = 0; r < kLanes; ++r)
@@ -289,9 +215,9 @@ void multiply_panel(Type t, const void* panel, int64_t rows, int64_t n, const vo
     const int64_t count = std::min<int64_t>(64, n_cols - c0);
     for (int64_t c = 0; c < count; ++c) cols[c] = view(columns[c0 + c], n);
     if (t == Type::Q4_1)
-      multiply_all<true>(p, rows, n / kBlock, cols, y + c0, count);
+      gemm_panel::multiply_columns(gemm_panel::Tile<Format, true>{p, n / kBlock, 0}, rows, cols, y + c0, count);
     else
-      multiply_all<false>(p, rows, n / kBlock, cols, y + c0, count);
+      gemm_panel::multiply_columns(gemm_panel::Tile<Format, false>{p, n / kBlock, 0}, rows, cols, y + c0, count);
   }
 }
 

@@ -5,7 +5,7 @@
 
 #include "ggml-like/cpu_kernels.h"
 #include "ggml-like/dot.h"
-#include "ggml-like/gemm_int16.h"
+#include "ggml-like/int_gemm.h"
 #include "ggml-like/quant.h"
 
 namespace ggl {
@@ -20,86 +20,96 @@ inline const uint8_t* batch_ptr(const Tensor& t, const Tensor& dst, int64_t b) {
 
 }  // namespace
 
-// Batched products with quantized weights take the integer GEMM (gemm_int16.h) from this many
+// Batched products with quantized weights take an integer GEMM (int_gemm.h) from this many
 // activation columns on: with fewer, unpacking a weight panel costs more than it saves (and a
 // decode step stays on the float path).
-constexpr int64_t kInt16MinCols = 8;
+constexpr int64_t kIntGemmMinCols = 8;
 
 namespace {
 
-bool int16_eligible(const Tensor& w, const Tensor& x, int64_t cols) {
-  return cols >= kInt16MinCols && x.type == Type::F32 && x.nb[0] == sizeof(float) &&
-         int16_gemm::supports(w.type, w.ne[0]);
+// Which integer GEMM a product takes, if any. Activations are 16-bit (close to float32) except
+// in the routed experts of a MoE with 4-bit weights, which take 8-bit activations: twice the
+// multiply-add rate where most of a prefill's work is, and measured to keep the quantized
+// fixtures as close to the exact result as the reference engine's own 8-bit matmuls (README).
+const IntGemm* int_gemm_for(const Tensor& w, const Tensor& x, int64_t cols, bool routed_experts) {
+  if (cols < kIntGemmMinCols || x.type != Type::F32 || x.nb[0] != sizeof(float)) return nullptr;
+  if (routed_experts && kInt8Gemm.supports(w.type, w.ne[0])) return &kInt8Gemm;
+  return kInt16Gemm.supports(w.type, w.ne[0]) ? &kInt16Gemm : nullptr;
 }
 
-// The integer path of a 2-D product: the team quantizes the activation columns into the shared
-// work area, then each thread unpacks its own weight panels and multiplies every column by them.
-bool int16_mul_mat(const Tensor& dst) { return int16_eligible(*dst.src[0], *dst.src[1], dst.src[1]->ne[1]); }
+// The integer path of a product: the team quantizes the activation columns into the shared work
+// area, then each thread unpacks its own weight panels and multiplies every column by them.
+const IntGemm* int_gemm_for_mul_mat(const Tensor& dst) {
+  return int_gemm_for(*dst.src[0], *dst.src[1], dst.src[1]->ne[1], false);
+}
 
 int64_t column_count(const Tensor& x) { return x.ne[1] * x.ne[2] * x.ne[3]; }
 
-size_t quantized_columns_bytes(int64_t K, int64_t cols) {
-  return scratch_size(int16_gemm::column_bytes(K) * cols);
+size_t quantized_columns_bytes(const IntGemm& gemm, int64_t K, int64_t cols) {
+  return scratch_size(gemm.column_bytes(K) * cols);
 }
 
 // Quantizes columns [0, cols) of x (column c at x_of(c)) into `out`, split across the team.
 template <class ColumnOf>
-void quantize_columns(int64_t K, int64_t cols, ColumnOf x_of, uint8_t* out, const CpuThread& th) {
-  const size_t cb = int16_gemm::column_bytes(K);
+void quantize_columns(const IntGemm& gemm, int64_t K, int64_t cols, ColumnOf x_of, uint8_t* out,
+                      const CpuThread& th) {
+  const size_t cb = gemm.column_bytes(K);
   auto [c0, c1] = split_range(cols, th.ith, th.nth);
-  for (int64_t c = c0; c < c1; ++c) int16_gemm::quantize_column(x_of(c), K, out + c * cb);
+  for (int64_t c = c0; c < c1; ++c) gemm.quantize_column(x_of(c), K, out + c * cb);
   th.barrier();
 }
 
 // Unpacks `rows` weight rows into `panel` and multiplies them by `cols` quantized activation
 // columns: column c is at column_of(c), its output starts at y_of(c).
 template <class ColumnOf, class OutputOf>
-void multiply_columns(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t K, uint8_t* panel,
-                      int64_t cols, ColumnOf column_of, OutputOf y_of) {
+void multiply_columns(const IntGemm& gemm, Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t K,
+                      uint8_t* panel, int64_t cols, ColumnOf column_of, OutputOf y_of) {
   constexpr int64_t kBatch = 64;
   const void* xs[kBatch];
   float* ys[kBatch];
-  int16_gemm::pack_panel(t, w, row_stride, rows, K, panel);
+  gemm.pack_panel(t, w, row_stride, rows, K, panel);
   for (int64_t c0 = 0; c0 < cols; c0 += kBatch) {
     const int64_t count = std::min(kBatch, cols - c0);
     for (int64_t c = 0; c < count; ++c) {
       xs[c] = column_of(c0 + c);
       ys[c] = y_of(c0 + c);
     }
-    int16_gemm::multiply_panel(t, panel, rows, K, xs, ys, count);
+    gemm.multiply_panel(t, panel, rows, K, xs, ys, count);
   }
 }
 
 }  // namespace
 
 size_t cpu_mul_mat_work(const Tensor& dst, int n_threads) {
-  if (!int16_mul_mat(dst)) return 0;
+  const IntGemm* gemm = int_gemm_for_mul_mat(dst);
+  if (!gemm) return 0;
   const int64_t K = dst.src[0]->ne[0];
-  return quantized_columns_bytes(K, column_count(*dst.src[1])) +
-         scratch_size(int16_gemm::panel_bytes(K)) * n_threads;
+  return quantized_columns_bytes(*gemm, K, column_count(*dst.src[1])) +
+         scratch_size(gemm->panel_bytes(K)) * n_threads;
 }
 
 void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
   const Tensor& w = *dst.src[0];
   const Tensor& x = *dst.src[1];
   const int64_t K = w.ne[0], N = w.ne[1], M = x.ne[1];
-  if (int16_mul_mat(dst)) {
+  if (const IntGemm* gemm = int_gemm_for_mul_mat(dst)) {
     // Every activation column of every batch quantized once, then (batch, panel) items per thread.
-    const size_t cb = int16_gemm::column_bytes(K);
+    const size_t cb = gemm->column_bytes(K);
     uint8_t* columns = th.work;
-    quantize_columns(K, column_count(x), [&](int64_t c) { return x.f32_row(c % M, c / M % x.ne[2], c / M / x.ne[2]); },
-                     columns, th);
-    const size_t panel_bytes = scratch_size(int16_gemm::panel_bytes(K));
-    uint8_t* panel = th.scratch<uint8_t>(panel_bytes, quantized_columns_bytes(K, column_count(x)));
-    const int64_t panels = (N + int16_gemm::kPanelRows - 1) / int16_gemm::kPanelRows;
+    quantize_columns(
+        *gemm, K, column_count(x), [&](int64_t c) { return x.f32_row(c % M, c / M % x.ne[2], c / M / x.ne[2]); },
+        columns, th);
+    uint8_t* panel =
+        th.scratch<uint8_t>(scratch_size(gemm->panel_bytes(K)), quantized_columns_bytes(*gemm, K, column_count(x)));
+    const int64_t panels = (N + kIntGemmPanelRows - 1) / kIntGemmPanelRows;
     auto [i0, i1] = split_range(panels * dst.ne[2] * dst.ne[3], th.ith, th.nth);
     for (int64_t item = i0; item < i1; ++item) {
       const int64_t b = item / panels, p = item % panels;
       const int64_t b2 = b % dst.ne[2], b3 = b / dst.ne[2];
       const int64_t xb = b2 / (dst.ne[2] / x.ne[2]) + x.ne[2] * (b3 / (dst.ne[3] / x.ne[3]));
-      const int64_t n0 = p * int16_gemm::kPanelRows, rows = std::min(int16_gemm::kPanelRows, N - n0);
+      const int64_t n0 = p * kIntGemmPanelRows, rows = std::min(kIntGemmPanelRows, N - n0);
       multiply_columns(
-          w.type, batch_ptr(w, dst, b) + n0 * w.nb[1], w.nb[1], rows, K, panel, M,
+          *gemm, w.type, batch_ptr(w, dst, b) + n0 * w.nb[1], w.nb[1], rows, K, panel, M,
           [&](int64_t c) { return columns + (xb * M + c) * cb; },
           [&](int64_t c) { return dst.f32_row(c, b2, b3) + n0; });
     }
@@ -178,7 +188,7 @@ namespace {
 constexpr int64_t kIdTile = 8;
 
 struct IdLayout {
-  bool int16 = false;
+  const IntGemm* gemm = nullptr;
   size_t shared = 0;  // quantized activation columns (integer path)
   size_t counts, pairs, xtile, ytile, panel, per_thread;
 };
@@ -189,14 +199,14 @@ IdLayout id_layout(const Tensor& dst) {
   const Tensor& ids = *dst.src[2];
   const int64_t K = w.ne[0], E = w.ne[2], P = ids.ne[0] * ids.ne[1];
   IdLayout l{};
-  l.int16 = int16_eligible(w, x, P);
-  if (l.int16) l.shared = quantized_columns_bytes(K, x.ne[1] * x.ne[2]);
+  l.gemm = int_gemm_for(w, x, P, true);
+  if (l.gemm) l.shared = quantized_columns_bytes(*l.gemm, K, x.ne[1] * x.ne[2]);
   l.counts = 0;
   l.pairs = scratch_size((2 * E + 1) * sizeof(int32_t));  // starts, then fill cursors
   l.xtile = l.pairs + scratch_size(P * sizeof(int32_t));
   l.ytile = l.xtile + scratch_size(kIdTile * K * sizeof(float));
   l.panel = l.ytile + scratch_size(kIdTile * w.ne[1] * sizeof(float));
-  l.per_thread = l.panel + (l.int16 ? scratch_size(int16_gemm::panel_bytes(K)) : 0);
+  l.per_thread = l.panel + (l.gemm ? scratch_size(l.gemm->panel_bytes(K)) : 0);
   return l;
 }
 }  // namespace
@@ -214,7 +224,7 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
   const int64_t k_used = ids.ne[0], T = ids.ne[1], S = x.ne[1];
   const IdLayout l = id_layout(dst);
   uint8_t* columns = th.work;  // column (slot s, token t) at s + S * t
-  if (l.int16) quantize_columns(K, S * T, [&](int64_t c) { return x.f32_row(c % S, c / S); }, columns, th);
+  if (l.gemm) quantize_columns(*l.gemm, K, S * T, [&](int64_t c) { return x.f32_row(c % S, c / S); }, columns, th);
   uint8_t* mine = th.work + l.shared + static_cast<size_t>(th.ith) * l.per_thread;
   auto* start = reinterpret_cast<int32_t*>(mine + l.counts);  // start[e] .. start[e+1]: pairs of expert e
   auto* pairs = reinterpret_cast<int32_t*>(mine + l.pairs);   // pair = slot + k_used * token
@@ -238,19 +248,19 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
     }
 
   const size_t rb = row_bytes(w.type, K);
-  if (l.int16) {
+  if (l.gemm) {
     // Whole panels per thread; each routed expert's panels are unpacked once for all its pairs.
-    const size_t cb = int16_gemm::column_bytes(K);
-    const int64_t panels = (N + int16_gemm::kPanelRows - 1) / int16_gemm::kPanelRows;
+    const size_t cb = l.gemm->column_bytes(K);
+    const int64_t panels = (N + kIntGemmPanelRows - 1) / kIntGemmPanelRows;
     auto [p0, p1] = split_range(panels, th.ith, th.nth);
     for (int64_t e = 0; e < E; ++e) {
       const int64_t count = start[e + 1] - start[e];
-      if (count < kInt16MinCols) continue;  // done on the float path below
+      if (count < kIntGemmMinCols) continue;  // done on the float path below
       const int32_t* ep = pairs + start[e];
       for (int64_t p = p0; p < p1; ++p) {
-        const int64_t n0 = p * int16_gemm::kPanelRows, rows = std::min(int16_gemm::kPanelRows, N - n0);
+        const int64_t n0 = p * kIntGemmPanelRows, rows = std::min(kIntGemmPanelRows, N - n0);
         multiply_columns(
-            w.type, w.bytes() + e * w.nb[2] + n0 * rb, rb, rows, K, mine + l.panel, count,
+            *l.gemm, w.type, w.bytes() + e * w.nb[2] + n0 * rb, rb, rows, K, mine + l.panel, count,
             [&](int64_t c) { return columns + (ep[c] % k_used % S + S * (ep[c] / k_used)) * cb; },
             [&](int64_t c) { return dst.f32_row(ep[c] % k_used, ep[c] / k_used) + n0; });
       }
@@ -261,7 +271,7 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
   if (n0 >= n1) return;
   const int64_t rows = n1 - n0;
   for (int64_t e = 0; e < E; ++e) {
-    if (l.int16 && start[e + 1] - start[e] >= kInt16MinCols) continue;  // done above
+    if (l.gemm && start[e + 1] - start[e] >= kIntGemmMinCols) continue;  // done above
     const uint8_t* we = w.bytes() + e * w.nb[2] + n0 * rb;
     for (int64_t p0 = start[e]; p0 < start[e + 1]; p0 += kIdTile) {
       const int64_t cols = std::min<int64_t>(kIdTile, start[e + 1] - p0);

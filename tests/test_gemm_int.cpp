@@ -1,7 +1,8 @@
-// The integer GEMM of the prefill path (gemm_int16.h) against dequantize-then-multiply in double
-// precision. The only error it may add is the rounding of each activation to 16 bits (at most
-// half a step of its block's scale, amax / 32767) plus float accumulation, and the bound below is
-// exactly that: a wrong lane, pair, scale or min in the kernel is far outside it.
+// The integer GEMMs of the prefill path (gemm_int16.h, gemm_int8.h) against dequantize-then-
+// multiply in double precision. The only error they may add is the rounding of each activation to
+// 16 (8) bits (at most half a step of its block's scale, amax / 32767 (127)) plus float
+// accumulation, and the bound below is exactly that: a wrong lane, pair, scale, min or zero point
+// in a kernel is far outside it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,13 +11,18 @@
 #include <vector>
 
 #include "ggml-like/fp16.h"
-#include "ggml-like/gemm_int16.h"
+#include "ggml-like/int_gemm.h"
 #include "ggml-like/quant.h"
 
 namespace {
 
 using ggl::Type;
-namespace ig = ggl::int16_gemm;
+
+using Api = ggl::IntGemm;
+namespace i16 = ggl::int16_gemm;
+namespace i8 = ggl::int8_gemm;
+const Api& kInt16 = ggl::kInt16Gemm;
+const Api& kInt8 = ggl::kInt8Gemm;
 
 template <class T>
 struct Aligned {
@@ -33,8 +39,8 @@ struct Case {
   int64_t rows, n, cols;
 };
 
-void check(const Case& k, uint32_t seed) {
-  if (!ig::supports(k.type, k.n)) GTEST_SKIP() << "no AVX-512 VNNI in this build: the float path is used";
+void check(const Api& ig, const Case& k, uint32_t seed) {
+  if (!ig.supports(k.type, k.n)) GTEST_SKIP() << "no AVX-512 VNNI in this build: the float path is used";
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const size_t stride = ggl::row_bytes(k.type, k.n);
@@ -56,20 +62,20 @@ void check(const Case& k, uint32_t seed) {
     }
   }
 
-  const size_t cb = ig::column_bytes(k.n);
-  Aligned<uint8_t> columns(cb * k.cols), panel(ig::panel_bytes(k.n));
-  for (int64_t c = 0; c < k.cols; ++c) ig::quantize_column(x.data() + c * k.n, k.n, columns.get() + c * cb);
+  const size_t cb = ig.column_bytes(k.n);
+  Aligned<uint8_t> columns(cb * k.cols), panel(ig.panel_bytes(k.n));
+  for (int64_t c = 0; c < k.cols; ++c) ig.quantize_column(x.data() + c * k.n, k.n, columns.get() + c * cb);
   std::vector<float> y(k.cols * k.rows, -1.0f);
-  for (int64_t r0 = 0; r0 < k.rows; r0 += ig::kPanelRows) {
-    const int64_t rows = std::min(ig::kPanelRows, k.rows - r0);
-    ig::pack_panel(k.type, w.data() + r0 * stride, stride, rows, k.n, panel.get());
+  for (int64_t r0 = 0; r0 < k.rows; r0 += ggl::kIntGemmPanelRows) {
+    const int64_t rows = std::min(ggl::kIntGemmPanelRows, k.rows - r0);
+    ig.pack_panel(k.type, w.data() + r0 * stride, stride, rows, k.n, panel.get());
     std::vector<const void*> xs(k.cols);
     std::vector<float*> ys(k.cols);
     for (int64_t c = 0; c < k.cols; ++c) {
       xs[c] = columns.get() + c * cb;
       ys[c] = y.data() + c * k.rows + r0;
     }
-    ig::multiply_panel(k.type, panel.get(), rows, k.n, xs.data(), ys.data(), k.cols);
+    ig.multiply_panel(k.type, panel.get(), rows, k.n, xs.data(), ys.data(), k.cols);
   }
 
   for (int64_t c = 0; c < k.cols; ++c) {
@@ -89,32 +95,40 @@ void check(const Case& k, uint32_t seed) {
           amax = std::max(amax, std::fabs(static_cast<double>(xc[i])));
           wabs += std::fabs(wr[i] - min);
         }
-        rounding += 0.5 * amax / 32767.0 * wabs;
+        rounding += 0.5 * amax / ig.levels * wabs;
       }
       const double bound = 1.001 * rounding + 2e-6 * magnitude + 1e-30;
       ASSERT_NEAR(y[c * k.rows + r], exact, bound)
-          << ggl::type_name(k.type) << " rows " << k.rows << " n " << k.n << " cols " << k.cols << " at row " << r
+          << ig.name << " " << ggl::type_name(k.type) << " rows " << k.rows << " n " << k.n << " cols " << k.cols << " at row " << r
           << " col " << c;
     }
   }
 }
 
-TEST(Int16Gemm, MatchesExactProductWithinActivationRounding) {
+void check_shapes(const Api& api, std::initializer_list<Type> types) {
   uint32_t seed = 1;
-  for (Type t : {Type::Q4_0, Type::Q4_1, Type::Q8_0})
+  for (Type t : types)
     for (const Case& k : {Case{t, 32, 32, 1}, Case{t, 64, 128, 6}, Case{t, 40, 256, 13}, Case{t, 7, 96, 5},
                           Case{t, 96, 1408, 8}})
-      check(k, seed++);
+      check(api, k, seed++);
+  check(api, Case{Type::Q4_0, 33, 64, 150}, 99);  // crosses the kernels' column batches
 }
 
-TEST(Int16Gemm, ManyColumnsCrossTheKernelsColumnBatches) {
-  check(Case{Type::Q4_0, 33, 64, 150}, 99);
+TEST(Int16Gemm, MatchesExactProductWithinActivationRounding) {
+  check_shapes(kInt16, {Type::Q4_0, Type::Q4_1, Type::Q8_0});
+}
+
+TEST(Int8Gemm, MatchesExactProductWithinActivationRounding) { check_shapes(kInt8, {Type::Q4_0, Type::Q4_1}); }
+
+TEST(Int8Gemm, TakesOnlyFourBitWeights) {
+  EXPECT_FALSE(i8::supports(Type::Q8_0, 64));
+  EXPECT_FALSE(i8::supports(Type::F16, 64));
 }
 
 TEST(Int16Gemm, TakesOnlyBlockQuantizedWeights) {
-  EXPECT_FALSE(ig::supports(Type::F32, 64));
-  EXPECT_FALSE(ig::supports(Type::F16, 64));
-  EXPECT_FALSE(ig::supports(Type::Q4_0, 48));
+  EXPECT_FALSE(i16::supports(Type::F32, 64));
+  EXPECT_FALSE(i16::supports(Type::F16, 64));
+  EXPECT_FALSE(i16::supports(Type::Q4_0, 48));
 }
 
 }  // namespace
