@@ -56,6 +56,7 @@ constexpr int64_t kMinTokenLanes = 4;
 constexpr int64_t kKeyBlock = 32;
 // Up to this many vectors of lanes per pass (MHA prefill: 32 tokens share each key row read).
 constexpr int kMaxLaneVecs = 2;
+static_assert(kKeyBlock % 8 == 0, "score groups (8 / lane vectors keys) must tile a key block");
 size_t wide_floats(const Dims& d) {
   return kMaxLaneVecs * kHeadLanes * (d.Dk + d.Dv + kKeyBlock) + kKeyBlock * (d.Dk + d.Dv) + 64;
 }
@@ -227,11 +228,13 @@ void attend_wide(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& lan
           for (int u = 0; u < NV; ++u) a[r][u] = xsimd::fma(qv[u], kv, a[r][u]);
         }
       }
-      for (int r = 0; r < kGroup && j + r < nk; ++r)
+      // All kGroup rows are stored (rows past nk are never read; the block has room): a loop with
+      // a constant trip count keeps the accumulators in registers.
+      for (int r = 0; r < kGroup; ++r)
         for (int u = 0; u < NV; ++u) {
-          if (masked)
-            a[r][u] = xsimd::select(Vec(static_cast<float>(jb + j + r)) < visible[u], a[r][u], Vec(-INFINITY));
-          a[r][u].store_aligned(sc + (j + r) * W + u * kHeadLanes);
+          Vec score = a[r][u];
+          if (masked) score = xsimd::select(Vec(static_cast<float>(jb + j + r)) < visible[u], score, Vec(-INFINITY));
+          score.store_aligned(sc + (j + r) * W + u * kHeadLanes);
         }
     }
     // Softmax update for the block. A lane whose keys are all masked so far keeps max -inf: it
