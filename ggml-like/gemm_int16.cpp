@@ -1,35 +1,27 @@
-// See gemm_int16.h. Layouts:
+// kInt16Gemm (int_gemm.h): 16-bit activations, VPDPWSSD. Layouts:
 //   column: int16 q[n] | float scale[n/32] | float sum[n/32], each part 64-byte aligned; the block
 //           value is scale * q, and sum is the float sum of the block's activations (for Q4_1's min).
 //   panel:  per block of 32 weights: two lane groups of 16 rows, each 16 vectors (one per pair of
 //           weights) whose lane r holds that pair of row r as two int16; then the rows' scales
-//           [2][16] and mins [2][16] as floats.
-#include "ggml-like/gemm_int16.h"
-
+//           [2][16] and mins [2][16] as floats (gemm_panel.h).
 #include <algorithm>
-#include <atomic>
-#include <cmath>
 #include <cstring>
 
-#include "ggml-like/error.h"
 #include "ggml-like/gemm_panel.h"
+#include "ggml-like/int_gemm.h"
 #include "ggml-like/quant.h"
 
-namespace ggl::int16_gemm {
+namespace ggl {
 namespace {
+#if GGL_INT_GEMM
 
 constexpr int64_t kBlock = kQuantBlock;  // 32 weights, 16 pairs
 constexpr int64_t kPairs = kBlock / 2;
-constexpr int64_t kLanes = 16;
-constexpr size_t kGroupBytes = kPairs * kLanes * sizeof(int32_t);  // 1024
-constexpr size_t kScalesOffset = 2 * kGroupBytes;
-constexpr size_t kMinsOffset = kScalesOffset + 2 * kLanes * sizeof(float);
-constexpr size_t kPanelBlockBytes = kMinsOffset + 2 * kLanes * sizeof(float);
-static_assert(kPanelRows == 2 * kLanes);
 
 constexpr size_t round64(size_t b) { return (b + 63) / 64 * 64; }
+size_t scales_bytes(int64_t n) { return round64(n / kBlock * sizeof(float)); }
 
-std::atomic<bool> g_enabled{true};
+size_t column_bytes(int64_t n) { return round64(n * sizeof(int16_t)) + 2 * scales_bytes(n); }
 
 struct Column {
   const int16_t* q;
@@ -37,25 +29,7 @@ struct Column {
   const float* sum;
 };
 
-inline Column view(const void* p, int64_t n) {
-  const auto* base = static_cast<const uint8_t*>(p);
-  const size_t q_bytes = round64(n * sizeof(int16_t)), s_bytes = round64(n / kBlock * sizeof(float));
-  return {reinterpret_cast<const int16_t*>(base), reinterpret_cast<const float*>(base + q_bytes),
-          reinterpret_cast<const float*>(base + q_bytes + s_bytes)};
-}
-
-}  // namespace
-
-void set_enabled(bool on) { g_enabled.store(on, std::memory_order_relaxed); }
-
-size_t column_bytes(int64_t n) {
-  return round64(n * sizeof(int16_t)) + 2 * round64(n / kBlock * sizeof(float));
-}
-
-size_t panel_bytes(int64_t n) { return n / kBlock * kPanelBlockBytes; }
-
-#if GGL_INT_GEMM
-namespace {
+using gemm_panel::kLanes;
 
 // In place: v[r] lane j becomes v[j] lane r (a 16 x 16 transpose of 32-bit elements).
 inline void transpose16(__m512i* v) {
@@ -83,62 +57,13 @@ inline void transpose16(__m512i* v) {
   }
 }
 
-// 16-bit activations: a step adds a pair of weight-activation products per lane (VPDPWSSD).
-struct Format {
-  using Column = int16_gemm::Column;
-  static constexpr int kSteps = kPairs;
-  static int32_t start(const Column&, int64_t, int32_t) { return 0; }
-  static int32_t word(const Column& c, int64_t b, int j) {
-    int32_t pair;
-    std::memcpy(&pair, c.q + b * kBlock + 2 * j, sizeof pair);
-    return pair;
-  }
-  static __m512i dot(__m512i acc, __m512i w, __m512i x) { return _mm512_dpwssd_epi32(acc, w, x); }
-};
-static_assert(gemm_panel::PanelBlock<Format>::kBytes == kPanelBlockBytes);
-
-}  // namespace
-
-bool supports(Type t, int64_t n) {
-  return g_enabled.load(std::memory_order_relaxed) && (t == Type::Q4_0 || t == Type::Q4_1 || t == Type::Q8_0) &&
-         n > 0 && n % kBlock == 0;
-}
-
-void quantize_column(const float* x, int64_t n, void* column) {
-  auto* base = static_cast<uint8_t*>(column);
-  const size_t q_bytes = round64(n * sizeof(int16_t)), s_bytes = round64(n / kBlock * sizeof(float));
-  auto* q = reinterpret_cast<int16_t*>(base);
-  auto* scale = reinterpret_cast<float*>(base + q_bytes);
-  auto* sum = reinterpret_cast<float*>(base + q_bytes + s_bytes);
-  for (int64_t b = 0; b < n / kBlock; ++b) {
-    const __m512 v0 = _mm512_loadu_ps(x + b * kBlock), v1 = _mm512_loadu_ps(x + b * kBlock + kLanes);
-    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-    sum[b] = _mm512_reduce_add_ps(_mm512_add_ps(v0, v1));
-    // 32767 levels each side; an all-zero block gets scale 0 and zero quants.
-    const float inv = amax > 0.0f ? 32767.0f / amax : 0.0f;
-    scale[b] = amax / 32767.0f;
-    const __m512 k = _mm512_set1_ps(inv);
-    const __m256i q0 = _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(v0, k)));
-    const __m256i q1 = _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(v1, k)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kBlock), q0);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kBlock + kLanes), q1);
-  }
-}
-
-namespace {
-
 // The 16 pair vectors of one lane group from 16 rows' 16 bytes of 4-bit quants (element i in the
 // low nibble of byte i, element 16 + i in its high nibble), without widening first: the bytes are
 // transposed two at a time (byte pair u holds elements 2u, 2u + 1 and 2u + 16, 2u + 17), then the
 // nibbles split and widened. Q4_0 quants are offset by 8.
 void pack_q4_group(const uint8_t* const* qs, bool offset8, uint8_t* out) {
-  __m512i z[4];  // z[i]: rows 4i..4i+3, one per 128-bit lane
-  for (int i = 0; i < 4; ++i) {
-    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[4 * i])));
-    for (int l = 1; l < 4; ++l)
-      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[4 * i + l])), l);
-    z[i] = v;
-  }
+  __m512i z[4];
+  gemm_panel::load_q4_rows(qs, z);
   // Word slot s of the transposed vector for byte pairs u = 2p, 2p + 1: row R = s % 16 and
   // u = 2p + s / 16, found in z[R / 4] at word (R % 4) * 8 + u; rows 0..7 come from (z0, z1), rows
   // 8..15 from (z2, z3) at the same indices.
@@ -170,66 +95,72 @@ void pack_q4_group(const uint8_t* const* qs, bool offset8, uint8_t* out) {
   }
 }
 
-}  // namespace
-
-void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, void* panel) {
-  const size_t block_bytes = traits(t).block_bytes;
-  auto* out = static_cast<uint8_t*>(panel);
-  const size_t d_offset = 0, m_offset = sizeof(uint16_t), qs_offset = t == Type::Q4_1 ? 2 * sizeof(uint16_t)
-                                                                                     : sizeof(uint16_t);
-  static const uint8_t zeros[kBlock] = {};
-  for (int64_t g = 0; g < 2; ++g) {
-    const gemm_panel::GroupRows rows_of_group = gemm_panel::group_rows(g, rows, row_stride);
-    const int64_t valid = rows_of_group.count;
-    const __mmask16 mask = rows_of_group.valid;
-    const __m512i row_offsets = rows_of_group.offsets;
-    const uint8_t* group = w + g * kLanes * row_stride;
-    for (int64_t b = 0; b < n / kBlock; ++b) {
-      uint8_t* pb = out + b * kPanelBlockBytes;
-      const uint8_t* blocks = group + b * block_bytes;
-      _mm512_store_ps(pb + kScalesOffset + g * kLanes * sizeof(float), gemm_panel::gather_f16(blocks + d_offset, row_offsets, mask));
-      _mm512_store_ps(pb + kMinsOffset + g * kLanes * sizeof(float),
-                      t == Type::Q4_1 ? gemm_panel::gather_f16(blocks + m_offset, row_offsets, mask) : _mm512_setzero_ps());
-      if (t == Type::Q8_0) {
-        __m512i v[kLanes];
-        for (int64_t r = 0; r < kLanes; ++r)
-          v[r] = r < valid ? _mm512_cvtepi8_epi16(_mm256_loadu_si256(
-                                 reinterpret_cast<const __m256i*>(blocks + r * row_stride + qs_offset)))
-                           : _mm512_setzero_si512();
-        transpose16(v);
-        for (int64_t j = 0; j < kPairs; ++j) _mm512_store_si512(pb + g * kGroupBytes + j * 64, v[j]);
-      } else {
-        const uint8_t* qs[kLanes];
-        for (int64_t r = 0; r < kLanes; ++r) qs[r] = r < valid ? blocks + r * row_stride + qs_offset : zeros;
-        pack_q4_group(qs, t == Type::Q4_0, pb + g * kGroupBytes);
-      }
-    }
+// 16-bit activations: a step adds a pair of weight-activation products per lane (VPDPWSSD).
+struct Format {
+  using Column = ggl::Column;
+  static constexpr int kSteps = kPairs;
+  static Column view(const void* p, int64_t n) {
+    const auto* base = static_cast<const uint8_t*>(p);
+    const size_t q = round64(n * sizeof(int16_t)), s = scales_bytes(n);
+    return {reinterpret_cast<const int16_t*>(base), reinterpret_cast<const float*>(base + q),
+            reinterpret_cast<const float*>(base + q + s)};
   }
+  // Q4_0's offset of 8 comes off while unpacking (its weights are signed 16-bit integers here).
+  static int32_t zero_point(Type) { return 0; }
+  static int32_t start(const Column&, int64_t, int32_t) { return 0; }
+  static int32_t word(const Column& c, int64_t b, int j) {
+    int32_t pair;
+    std::memcpy(&pair, c.q + b * kBlock + 2 * j, sizeof pair);
+    return pair;
+  }
+  static __m512i dot(__m512i acc, __m512i w, __m512i x) { return _mm512_dpwssd_epi32(acc, w, x); }
+  static void pack_group(Type t, const uint8_t* const* qs, uint8_t* out) {
+    if (t != Type::Q8_0) return pack_q4_group(qs, t == Type::Q4_0, out);
+    __m512i v[kLanes];
+    for (int64_t r = 0; r < kLanes; ++r)
+      v[r] = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs[r])));
+    transpose16(v);
+    for (int64_t j = 0; j < kPairs; ++j) _mm512_store_si512(out + j * 64, v[j]);
+  }
+};
+
+size_t panel_bytes(int64_t n) { return n / kBlock * gemm_panel::PanelBlock<Format>::kBytes; }
+
+bool supports(Type t, int64_t n) {
+  return int_gemm_enabled() && (t == Type::Q4_0 || t == Type::Q4_1 || t == Type::Q8_0) && n > 0 && n % kBlock == 0;
 }
 
-void multiply_panel(Type t, const void* panel, int64_t rows, int64_t n, const void* const* columns, float* const* y,
-                    int64_t n_cols) {
-  Column cols[64];
-  const auto* p = static_cast<const uint8_t*>(panel);
-  for (int64_t c0 = 0; c0 < n_cols; c0 += 64) {
-    const int64_t count = std::min<int64_t>(64, n_cols - c0);
-    for (int64_t c = 0; c < count; ++c) cols[c] = view(columns[c0 + c], n);
-    if (t == Type::Q4_1)
-      gemm_panel::multiply_columns(gemm_panel::Tile<Format, true>{p, n / kBlock, 0}, rows, cols, y + c0, count);
-    else
-      gemm_panel::multiply_columns(gemm_panel::Tile<Format, false>{p, n / kBlock, 0}, rows, cols, y + c0, count);
+void quantize_column(const float* x, int64_t n, void* column) {
+  auto* base = static_cast<uint8_t*>(column);
+  const size_t q_bytes = round64(n * sizeof(int16_t)), s_bytes = scales_bytes(n);
+  auto* q = reinterpret_cast<int16_t*>(base);
+  auto* scale = reinterpret_cast<float*>(base + q_bytes);
+  auto* sum = reinterpret_cast<float*>(base + q_bytes + s_bytes);
+  for (int64_t b = 0; b < n / kBlock; ++b) {
+    const __m512 v0 = _mm512_loadu_ps(x + b * kBlock), v1 = _mm512_loadu_ps(x + b * kBlock + kLanes);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    sum[b] = _mm512_reduce_add_ps(_mm512_add_ps(v0, v1));
+    // 32767 levels each side; an all-zero block gets scale 0 and zero quants.
+    const float inv = amax > 0.0f ? 32767.0f / amax : 0.0f;
+    scale[b] = amax / 32767.0f;
+    const __m512 k = _mm512_set1_ps(inv);
+    const __m256i q0 = _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(v0, k)));
+    const __m256i q1 = _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(v1, k)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kBlock), q0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kBlock + kLanes), q1);
   }
-}
-
-#else  // no AVX-512 VNNI: callers take the float32 path
-
-bool supports(Type, int64_t) { return false; }
-void quantize_column(const float*, int64_t, void*) { fail("int16 GEMM: not built for this CPU"); }
-void pack_panel(Type, const uint8_t*, size_t, int64_t, int64_t, void*) { fail("int16 GEMM: not built for this CPU"); }
-void multiply_panel(Type, const void*, int64_t, int64_t, const void* const*, float* const*, int64_t) {
-  fail("int16 GEMM: not built for this CPU");
 }
 
 #endif
 
-}  // namespace ggl::int16_gemm
+}  // namespace
+
+#if GGL_INT_GEMM
+const IntGemm kInt16Gemm{"int16",        32767,       supports, column_bytes, quantize_column, panel_bytes,
+                         gemm_panel::pack_panel<Format>, gemm_panel::multiply_panel<Format>};
+#else  // no AVX-512 VNNI: callers take the float32 path
+const IntGemm kInt16Gemm{"int16", 32767, [](Type, int64_t) { return false; }, nullptr, nullptr, nullptr,
+                         nullptr, nullptr};
+#endif
+
+}  // namespace ggl

@@ -1,43 +1,30 @@
-// See gemm_int8.h. Layouts:
+// kInt8Gemm (int_gemm.h): 8-bit activations, VPDPBUSD, for 4-bit weights. Layouts:
 //   column: int8 q[n] | float scale[n/32] | int32 qsum[n/32] (sum of the block's q) | float
 //           sum[n/32] (the float sum of the block's activations, for Q4_1's min); parts 64-byte
 //           aligned.
 //   panel:  per block of 32 weights: two lane groups of 16 rows, each 8 vectors (one per 4
 //           consecutive weights) whose lane r holds those 4 weights of row r as unsigned bytes
-//           (the 4-bit quant, 0..15); then the rows' scales [2][16] and mins [2][16].
+//           (the 4-bit quant, 0..15); then the rows' scales [2][16] and mins [2][16] (gemm_panel.h).
 // Q4_0's weights are (q - 8) * d: the 8 comes off through the column's qsum, which seeds each
 // block's integer sum with -8 * qsum.
-#include "ggml-like/gemm_int8.h"
-
 #include <algorithm>
 #include <cstring>
 
-#include "ggml-like/error.h"
 #include "ggml-like/gemm_panel.h"
+#include "ggml-like/int_gemm.h"
 #include "ggml-like/quant.h"
 
-namespace ggl::int8_gemm {
+namespace ggl {
 namespace {
+#if GGL_INT_GEMM
 
 constexpr int64_t kBlock = kQuantBlock;
-constexpr int64_t kStepsPerBlock = kBlock / 4;  // 4 weights per 32-bit lane
-constexpr size_t kGroupBytes = kStepsPerBlock * 64;
-constexpr size_t kScalesOffset = 2 * kGroupBytes;
-constexpr size_t kMinsOffset = kScalesOffset + 2 * 16 * sizeof(float);
-constexpr size_t kPanelBlockBytes = kMinsOffset + 2 * 16 * sizeof(float);
+constexpr int64_t kQuadsPerBlock = kBlock / 4;  // 4 weights per 32-bit lane
 
 constexpr size_t round64(size_t b) { return (b + 63) / 64 * 64; }
 size_t scales_bytes(int64_t n) { return round64(n / kBlock * sizeof(float)); }
 
-}  // namespace
-
 size_t column_bytes(int64_t n) { return round64(n) + 3 * scales_bytes(n); }
-size_t panel_bytes(int64_t n) { return n / kBlock * kPanelBlockBytes; }
-
-#if GGL_INT_GEMM
-namespace {
-
-using gemm_panel::kLanes;
 
 struct Column {
   const int8_t* q;
@@ -46,39 +33,14 @@ struct Column {
   const float* sum;
 };
 
-Column view(const void* p, int64_t n) {
-  const auto* base = static_cast<const uint8_t*>(p);
-  const size_t s = scales_bytes(n), q = round64(n);
-  return {reinterpret_cast<const int8_t*>(base), reinterpret_cast<const float*>(base + q),
-          reinterpret_cast<const int32_t*>(base + q + s), reinterpret_cast<const float*>(base + q + 2 * s)};
-}
-
-// 8-bit activations: a step adds 4 weight-activation byte products per lane (VPDPBUSD, weights
-// unsigned); a block's sum starts at -zero_point * qsum (Q4_0: 8), removing the quants' offset.
-struct Format {
-  using Column = int8_gemm::Column;
-  static constexpr int kSteps = kStepsPerBlock;
-  static int32_t start(const Column& c, int64_t b, int32_t zero_point) { return -zero_point * c.qsum[b]; }
-  static int32_t word(const Column& c, int64_t b, int j) {
-    int32_t quad;
-    std::memcpy(&quad, c.q + b * kBlock + 4 * j, sizeof quad);
-    return quad;
-  }
-  static __m512i dot(__m512i acc, __m512i w, __m512i x) { return _mm512_dpbusd_epi32(acc, w, x); }
-};
-static_assert(gemm_panel::PanelBlock<Format>::kBytes == kPanelBlockBytes);
+using gemm_panel::kLanes;
 
 // The 8 step vectors of one lane group from 16 rows' 16 bytes of 4-bit quants: the bytes are
 // transposed 4 at a time (dword u holds elements 4u..4u+3 in its low nibbles and 16+4u..19+4u in
 // its high nibbles), then the nibbles split into steps u and u + 4.
-void pack_group(const uint8_t* const* qs, uint8_t* out) {
-  __m512i z[4];  // z[i]: rows 4i..4i+3, one per 128-bit lane
-  for (int i = 0; i < 4; ++i) {
-    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[4 * i])));
-    for (int l = 1; l < 4; ++l)
-      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[4 * i + l])), l);
-    z[i] = v;
-  }
+void pack_q4_group(const uint8_t* const* qs, uint8_t* out) {
+  __m512i z[4];
+  gemm_panel::load_q4_rows(qs, z);
   // Lane R of the transposed dword u: z[R / 4] dword (R % 4) * 4 + u; rows 0..7 from (z0, z1),
   // rows 8..15 from (z2, z3) at the same indices.
   alignas(64) int32_t index[kLanes];
@@ -94,9 +56,33 @@ void pack_group(const uint8_t* const* qs, uint8_t* out) {
   }
 }
 
-}  // namespace
+// 8-bit activations: a step adds 4 weight-activation byte products per lane (VPDPBUSD, weights
+// unsigned); a block's sum starts at -zero_point * qsum, removing the quants' offset.
+struct Format {
+  using Column = ggl::Column;
+  static constexpr int kSteps = kQuadsPerBlock;
+  static Column view(const void* p, int64_t n) {
+    const auto* base = static_cast<const uint8_t*>(p);
+    const size_t s = scales_bytes(n), q = round64(n);
+    return {reinterpret_cast<const int8_t*>(base), reinterpret_cast<const float*>(base + q),
+            reinterpret_cast<const int32_t*>(base + q + s), reinterpret_cast<const float*>(base + q + 2 * s)};
+  }
+  static int32_t zero_point(Type t) { return t == Type::Q4_0 ? 8 : 0; }
+  static int32_t start(const Column& c, int64_t b, int32_t zero_point) { return -zero_point * c.qsum[b]; }
+  static int32_t word(const Column& c, int64_t b, int j) {
+    int32_t quad;
+    std::memcpy(&quad, c.q + b * kBlock + 4 * j, sizeof quad);
+    return quad;
+  }
+  static __m512i dot(__m512i acc, __m512i w, __m512i x) { return _mm512_dpbusd_epi32(acc, w, x); }
+  static void pack_group(Type, const uint8_t* const* qs, uint8_t* out) { pack_q4_group(qs, out); }
+};
 
-bool supports(Type t, int64_t n) { return (t == Type::Q4_0 || t == Type::Q4_1) && int16_gemm::supports(t, n); }
+size_t panel_bytes(int64_t n) { return n / kBlock * gemm_panel::PanelBlock<Format>::kBytes; }
+
+bool supports(Type t, int64_t n) {
+  return int_gemm_enabled() && (t == Type::Q4_0 || t == Type::Q4_1) && n > 0 && n % kBlock == 0;
+}
 
 void quantize_column(const float* x, int64_t n, void* column) {
   auto* base = static_cast<uint8_t*>(column);
@@ -119,53 +105,16 @@ void quantize_column(const float* x, int64_t n, void* column) {
   }
 }
 
-void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, void* panel) {
-  const size_t block_bytes = traits(t).block_bytes;
-  const size_t qs_offset = t == Type::Q4_1 ? 2 * sizeof(uint16_t) : sizeof(uint16_t);
-  auto* out = static_cast<uint8_t*>(panel);
-  static const uint8_t zeros[kBlock] = {};
-  for (int64_t g = 0; g < 2; ++g) {
-    const gemm_panel::GroupRows group = gemm_panel::group_rows(g, rows, row_stride);
-    const uint8_t* first = w + g * kLanes * row_stride;
-    for (int64_t b = 0; b < n / kBlock; ++b) {
-      uint8_t* pb = out + b * kPanelBlockBytes;
-      const uint8_t* blocks = first + b * block_bytes;
-      _mm512_store_ps(pb + kScalesOffset + g * kLanes * sizeof(float),
-                      gemm_panel::gather_f16(blocks, group.offsets, group.valid));
-      _mm512_store_ps(pb + kMinsOffset + g * kLanes * sizeof(float),
-                      t == Type::Q4_1 ? gemm_panel::gather_f16(blocks + sizeof(uint16_t), group.offsets, group.valid)
-                                      : _mm512_setzero_ps());
-      const uint8_t* qs[kLanes];
-      for (int64_t r = 0; r < kLanes; ++r) qs[r] = r < group.count ? blocks + r * row_stride + qs_offset : zeros;
-      pack_group(qs, pb + g * kGroupBytes);
-    }
-  }
-}
-
-void multiply_panel(Type t, const void* panel, int64_t rows, int64_t n, const void* const* columns, float* const* y,
-                    int64_t n_cols) {
-  constexpr int64_t kBatch = 64;
-  Column cols[kBatch];
-  const auto* p = static_cast<const uint8_t*>(panel);
-  for (int64_t c0 = 0; c0 < n_cols; c0 += kBatch) {
-    const int64_t count = std::min(kBatch, n_cols - c0);
-    for (int64_t c = 0; c < count; ++c) cols[c] = view(columns[c0 + c], n);
-    if (t == Type::Q4_1)
-      gemm_panel::multiply_columns(gemm_panel::Tile<Format, true>{p, n / kBlock, 0}, rows, cols, y + c0, count);
-    else
-      gemm_panel::multiply_columns(gemm_panel::Tile<Format, false>{p, n / kBlock, 8}, rows, cols, y + c0, count);
-  }
-}
-
-#else  // no AVX-512 VNNI: callers take another path
-
-bool supports(Type, int64_t) { return false; }
-void quantize_column(const float*, int64_t, void*) { fail("int8 GEMM: not built for this CPU"); }
-void pack_panel(Type, const uint8_t*, size_t, int64_t, int64_t, void*) { fail("int8 GEMM: not built for this CPU"); }
-void multiply_panel(Type, const void*, int64_t, int64_t, const void* const*, float* const*, int64_t) {
-  fail("int8 GEMM: not built for this CPU");
-}
-
 #endif
 
-}  // namespace ggl::int8_gemm
+}  // namespace
+
+#if GGL_INT_GEMM
+const IntGemm kInt8Gemm{"int8",         127,         supports, column_bytes, quantize_column, panel_bytes,
+                        gemm_panel::pack_panel<Format>, gemm_panel::multiply_panel<Format>};
+#else  // no AVX-512 VNNI: callers take another path
+const IntGemm kInt8Gemm{"int8", 127, [](Type, int64_t) { return false; }, nullptr, nullptr, nullptr,
+                        nullptr, nullptr};
+#endif
+
+}  // namespace ggl

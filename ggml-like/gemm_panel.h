@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ggml-like/quant.h"
+#include "ggml-like/types.h"
 #include "ggml-like/x86_intrinsics.h"
 
 namespace ggl::gemm_panel {
@@ -20,6 +22,17 @@ inline constexpr int kMaxCols = 6;     // activation columns per register tile
 inline __m512 gather_f16(const uint8_t* base, __m512i offsets, __mmask16 valid) {
   const __m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, offsets, base, 1);
   return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words));
+}
+
+// The 16 quant bytes of 16 rows' 4-bit blocks (qs[r]), four rows per vector: z[i] holds rows
+// 4i..4i+3, one per 128-bit lane.
+inline void load_q4_rows(const uint8_t* const* qs, __m512i* z) {
+  for (int i = 0; i < 4; ++i) {
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[4 * i])));
+    for (int l = 1; l < 4; ++l)
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[4 * i + l])), l);
+    z[i] = v;
+  }
 }
 
 // Byte offsets of rows [0, 16) of lane group g (rows past `rows` read row 0) and their mask.
@@ -122,6 +135,53 @@ void multiply_columns(const Tile& tile, int64_t rows, const Column* cols, float*
     case 4: return run.template operator()<4>(c0);
     case 5: return run.template operator()<5>(c0);
     default: return;
+  }
+}
+
+// IntGemm::pack_panel for a Format: per block and lane group, the 16 rows' scales (and Q4_1's
+// mins) gathered into vectors, and Format::pack_group(t, qs, out) writing the group's step vectors
+// from the 16 rows' quants (qs[r]: row r's quants; past `rows`, zeros).
+template <class Format>
+void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, void* panel) {
+  using Block = PanelBlock<Format>;
+  const size_t block_bytes = traits(t).block_bytes;
+  const size_t qs_offset = (t == Type::Q4_1 ? 2 : 1) * sizeof(uint16_t);  // after d (and m)
+  static const uint8_t zeros[kQuantBlock] = {};
+  auto* out = static_cast<uint8_t*>(panel);
+  for (int64_t g = 0; g < 2; ++g) {
+    const GroupRows group = group_rows(g, rows, row_stride);
+    const uint8_t* first = w + g * kLanes * row_stride;
+    for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+      uint8_t* pb = out + b * Block::kBytes;
+      const uint8_t* blocks = first + b * block_bytes;
+      _mm512_store_ps(pb + Block::kScalesOffset + g * kLanes * sizeof(float),
+                      gather_f16(blocks, group.offsets, group.valid));
+      _mm512_store_ps(pb + Block::kMinsOffset + g * kLanes * sizeof(float),
+                      t == Type::Q4_1 ? gather_f16(blocks + sizeof(uint16_t), group.offsets, group.valid)
+                                      : _mm512_setzero_ps());
+      const uint8_t* qs[kLanes];
+      for (int64_t r = 0; r < kLanes; ++r) qs[r] = r < group.count ? blocks + r * row_stride + qs_offset : zeros;
+      Format::pack_group(t, qs, pb + g * Block::kGroupBytes);
+    }
+  }
+}
+
+// IntGemm::multiply_panel for a Format: the columns viewed 64 at a time, Q4_1 with its mins.
+template <class Format>
+void multiply_panel(Type t, const void* panel, int64_t rows, int64_t n, const void* const* columns, float* const* y,
+                    int64_t n_cols) {
+  constexpr int64_t kBatch = 64;
+  typename Format::Column cols[kBatch];
+  const auto* p = static_cast<const uint8_t*>(panel);
+  const int64_t blocks = n / kQuantBlock;
+  const int32_t zero_point = Format::zero_point(t);
+  for (int64_t c0 = 0; c0 < n_cols; c0 += kBatch) {
+    const int64_t count = std::min(kBatch, n_cols - c0);
+    for (int64_t c = 0; c < count; ++c) cols[c] = Format::view(columns[c0 + c], n);
+    if (t == Type::Q4_1)
+      multiply_columns(Tile<Format, true>{p, blocks, zero_point}, rows, cols, y + c0, count);
+    else
+      multiply_columns(Tile<Format, false>{p, blocks, zero_point}, rows, cols, y + c0, count);
   }
 }
 

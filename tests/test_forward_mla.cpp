@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "ggml-like/error.h"
-#include "ggml-like/gemm_int16.h"
+#include "ggml-like/int_gemm.h"
 #include "ggml-like/gguf.h"
 #include "src/model/cache_footprint.h"
 #include "src/model/session.h"
@@ -52,8 +52,8 @@ class MlaFixture : public ::testing::TestWithParam<const char*> {};
 // its own activation rounding; they must still agree within the 16-bit budget the fixtures README
 // gives an F16 cache (nrmse 2e-3) with the same top token everywhere.
 struct Int16GemmSwitch {
-  explicit Int16GemmSwitch(bool on) { ggl::int16_gemm::set_enabled(on); }
-  ~Int16GemmSwitch() { ggl::int16_gemm::set_enabled(true); }
+  explicit Int16GemmSwitch(bool on) { ggl::set_int_gemm_enabled(on); }
+  ~Int16GemmSwitch() { ggl::set_int_gemm_enabled(true); }
 };
 
 TEST_P(MlaFixture, AbsorbedAndNaiveAttentionAgree) {

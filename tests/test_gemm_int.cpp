@@ -1,4 +1,4 @@
-// The integer GEMMs of the prefill path (gemm_int16.h, gemm_int8.h) against dequantize-then-
+// The integer GEMMs of the prefill path (int_gemm.h) against dequantize-then-
 // multiply in double precision. The only error they may add is the rounding of each activation to
 // 16 (8) bits (at most half a step of its block's scale, amax / 32767 (127)) plus float
 // accumulation, and the bound below is exactly that: a wrong lane, pair, scale, min or zero point
@@ -19,8 +19,6 @@ namespace {
 using ggl::Type;
 
 using Api = ggl::IntGemm;
-namespace i16 = ggl::int16_gemm;
-namespace i8 = ggl::int8_gemm;
 const Api& kInt16 = ggl::kInt16Gemm;
 const Api& kInt8 = ggl::kInt8Gemm;
 
@@ -121,14 +119,14 @@ TEST(Int16Gemm, MatchesExactProductWithinActivationRounding) {
 TEST(Int8Gemm, MatchesExactProductWithinActivationRounding) { check_shapes(kInt8, {Type::Q4_0, Type::Q4_1}); }
 
 TEST(Int8Gemm, TakesOnlyFourBitWeights) {
-  EXPECT_FALSE(i8::supports(Type::Q8_0, 64));
-  EXPECT_FALSE(i8::supports(Type::F16, 64));
+  EXPECT_FALSE(kInt8.supports(Type::Q8_0, 64));
+  EXPECT_FALSE(kInt8.supports(Type::F16, 64));
 }
 
 TEST(Int16Gemm, TakesOnlyBlockQuantizedWeights) {
-  EXPECT_FALSE(i16::supports(Type::F32, 64));
-  EXPECT_FALSE(i16::supports(Type::F16, 64));
-  EXPECT_FALSE(i16::supports(Type::Q4_0, 48));
+  EXPECT_FALSE(kInt16.supports(Type::F32, 64));
+  EXPECT_FALSE(kInt16.supports(Type::F16, 64));
+  EXPECT_FALSE(kInt16.supports(Type::Q4_0, 48));
 }
 
 }  // namespace

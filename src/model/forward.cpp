@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "ggml-like/error.h"
-#include "ggml-like/gemm_int16.h"
+#include "ggml-like/int_gemm.h"
 #include "src/model/graph_blocks.h"
 
 namespace latte {
@@ -49,7 +49,7 @@ double latent_gemm_speedup(const Model& model) {
   // The integer GEMM does twice the float kernels' multiply-adds per cycle, but expanding also
   // copies the latents and per-head keys: 1.3 is what measured on DeepSeek-V2-Lite Q4_0 (absorb
   // and naive prefill break even at ~140 tokens after 4096 cached ones, 2 threads; README).
-  return w && ggl::int16_gemm::supports(w->type, hp.mla.kv_lora_rank) ? 1.3 : 1.0;
+  return w && ggl::kInt16Gemm.supports(w->type, hp.mla.kv_lora_rank) ? 1.3 : 1.0;
 }
 
 ggl::Tensor* build_forward(ggl::Graph& g, const Model& model, const KvCache& cache, const ForwardBatch& batch) {
