@@ -78,10 +78,12 @@ Scratch scratch_for(const Dims& d, const CpuThread& th) {
   return s;
 }
 
+#if defined(GGL_ATTN_WIDE)
 float* wide_scratch(const Dims& d, const Scratch& s) {
   float* p = s.acc + d.G * d.Dv;
   return p + (64 - reinterpret_cast<uintptr_t>(p) % 64) % 64 / sizeof(float);  // 64-byte aligned
 }
+#endif
 
 int64_t visible_keys(const Tensor& dst, const Dims& d, int64_t t) {
   const int32_t pos = reinterpret_cast<const int32_t*>(dst.src[3]->data)[t];
