@@ -137,17 +137,11 @@ void quantize_column(const float* x, int64_t n, void* column) {
   auto* scale = reinterpret_cast<float*>(base + q_bytes);
   auto* sum = reinterpret_cast<float*>(base + q_bytes + s_bytes);
   for (int64_t b = 0; b < n / kBlock; ++b) {
-    const __m512 v0 = _mm512_loadu_ps(x + b * kBlock), v1 = _mm512_loadu_ps(x + b * kBlock + kLanes);
-    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-    sum[b] = _mm512_reduce_add_ps(_mm512_add_ps(v0, v1));
-    // 32767 levels each side; an all-zero block gets scale 0 and zero quants.
-    const float inv = amax > 0.0f ? 32767.0f / amax : 0.0f;
-    scale[b] = amax / 32767.0f;
-    const __m512 k = _mm512_set1_ps(inv);
-    const __m256i q0 = _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(v0, k)));
-    const __m256i q1 = _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(v1, k)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kBlock), q0);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kBlock + kLanes), q1);
+    const gemm_panel::QuantizedBlock block = gemm_panel::quantize_block(x + b * kBlock, 32767.0f);
+    scale[b] = block.scale;
+    sum[b] = block.sum;
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kBlock), _mm512_cvtsepi32_epi16(block.lo));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kBlock + kLanes), _mm512_cvtsepi32_epi16(block.hi));
   }
 }
 

@@ -92,16 +92,12 @@ void quantize_column(const float* x, int64_t n, void* column) {
   auto* qsum = reinterpret_cast<int32_t*>(base + qb + s);
   auto* sum = reinterpret_cast<float*>(base + qb + 2 * s);
   for (int64_t b = 0; b < n / kBlock; ++b) {
-    const __m512 v0 = _mm512_loadu_ps(x + b * kBlock), v1 = _mm512_loadu_ps(x + b * kBlock + kLanes);
-    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-    sum[b] = _mm512_reduce_add_ps(_mm512_add_ps(v0, v1));
-    // 127 levels each side; an all-zero block gets scale 0 and zero quants.
-    const __m512 k = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
-    scale[b] = amax / 127.0f;
-    const __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, k)), i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, k));
-    qsum[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * kBlock), _mm512_cvtsepi32_epi8(i0));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * kBlock + kLanes), _mm512_cvtsepi32_epi8(i1));
+    const gemm_panel::QuantizedBlock block = gemm_panel::quantize_block(x + b * kBlock, 127.0f);
+    scale[b] = block.scale;
+    sum[b] = block.sum;
+    qsum[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(block.lo, block.hi));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * kBlock), _mm512_cvtsepi32_epi8(block.lo));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * kBlock + kLanes), _mm512_cvtsepi32_epi8(block.hi));
   }
 }
 

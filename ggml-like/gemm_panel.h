@@ -35,6 +35,21 @@ inline void load_q4_rows(const uint8_t* const* qs, __m512i* z) {
   }
 }
 
+// One 32-value block of an activation column rounded to `levels` steps each side of zero: its
+// values as two vectors of int32, the scale (a step: amax / levels) and the float sum. An
+// all-zero block gets scale 0 and zero quants.
+struct QuantizedBlock {
+  __m512i lo, hi;
+  float scale, sum;
+};
+inline QuantizedBlock quantize_block(const float* x, float levels) {
+  const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + kLanes);
+  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+  const __m512 k = _mm512_set1_ps(amax > 0.0f ? levels / amax : 0.0f);
+  return {_mm512_cvtps_epi32(_mm512_mul_ps(v0, k)), _mm512_cvtps_epi32(_mm512_mul_ps(v1, k)), amax / levels,
+          _mm512_reduce_add_ps(_mm512_add_ps(v0, v1))};
+}
+
 // Byte offsets of rows [0, 16) of lane group g (rows past `rows` read row 0) and their mask.
 struct GroupRows {
   __m512i offsets;

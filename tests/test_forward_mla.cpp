@@ -51,9 +51,9 @@ class MlaFixture : public ::testing::TestWithParam<const char*> {};
 // GEMM (quantized weights, 16-bit activations) they multiply different matrices, so each carries
 // its own activation rounding; they must still agree within the 16-bit budget the fixtures README
 // gives an F16 cache (nrmse 2e-3) with the same top token everywhere.
-struct Int16GemmSwitch {
-  explicit Int16GemmSwitch(bool on) { ggl::set_int_gemm_enabled(on); }
-  ~Int16GemmSwitch() { ggl::set_int_gemm_enabled(true); }
+struct IntGemmSwitch {
+  explicit IntGemmSwitch(bool on) { ggl::set_int_gemm_enabled(on); }
+  ~IntGemmSwitch() { ggl::set_int_gemm_enabled(true); }
 };
 
 TEST_P(MlaFixture, AbsorbedAndNaiveAttentionAgree) {
@@ -62,21 +62,21 @@ TEST_P(MlaFixture, AbsorbedAndNaiveAttentionAgree) {
   const latte::Model model(fixture_path(name));
   const auto tokens = fixture_tokens(name);
   const size_t n_vocab = static_cast<size_t>(model.hparams().n_vocab);
-  for (bool int16 : {false, true}) {
-    const Int16GemmSwitch gemm(int16);
+  for (bool integer : {false, true}) {
+    const IntGemmSwitch gemm(integer);
     for (size_t prefill : {tokens.size(), size_t{40}}) {
       const auto absorbed = run(model, tokens, MlaMode::kAbsorb, prefill);
       const auto naive = run(model, tokens, MlaMode::kNaive, prefill);
       const auto automatic = run(model, tokens, MlaMode::kAuto, prefill);
       const auto an = latte::testing::compare_logits(naive, absorbed, n_vocab);
       const auto aa = latte::testing::compare_logits(naive, automatic, n_vocab);
-      std::printf("[metrics] %s prefill %zu int16 %d: absorb vs naive nrmse=%.3e max_kl=%.3e top1=%.3f; auto vs naive "
-                  "nrmse=%.3e\n",
-                  name.c_str(), prefill, int16, an.nrmse, an.max_kl, an.top1, aa.nrmse);
-      EXPECT_LE(an.nrmse, int16 ? 2e-3 : 1e-5);
-      EXPECT_LE(an.max_kl, int16 ? 1e-4 : 1e-8);
+      std::printf("[metrics] %s prefill %zu integer GEMM %d: absorb vs naive nrmse=%.3e max_kl=%.3e top1=%.3f; "
+                  "auto vs naive nrmse=%.3e\n",
+                  name.c_str(), prefill, integer, an.nrmse, an.max_kl, an.top1, aa.nrmse);
+      EXPECT_LE(an.nrmse, integer ? 2e-3 : 1e-5);
+      EXPECT_LE(an.max_kl, integer ? 1e-4 : 1e-8);
       EXPECT_EQ(an.top1, 1.0);
-      EXPECT_LE(aa.nrmse, int16 ? 2e-3 : 1e-5);
+      EXPECT_LE(aa.nrmse, integer ? 2e-3 : 1e-5);
     }
   }
 }
