@@ -20,12 +20,7 @@ std::string report_text(const WriteReport& r) {
 }
 
 WriteReport convert_hf_checkpoint(const ConvertOptions& opts) {
-  auto notice = [&](std::string_view msg) {
-    if (opts.on_notice)
-      opts.on_notice(msg);
-    else
-      std::fprintf(stderr, "latte convert: notice: %.*s\n", static_cast<int>(msg.size()), msg.data());
-  };
+  auto notice = [&](std::string_view msg) { convert::report_notice(opts.on_notice, "latte convert", msg); };
   if (!ggl::is_weight_type(opts.type) || !parse_output_type(ggl::type_name(opts.type)))
     ggl::fail("--type {} is not an output type ({})", ggl::type_name(opts.type), output_type_names());
 

@@ -75,4 +75,13 @@ std::string human_bytes(uint64_t bytes) {
   return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", v, units[u]);
 }
 
+void report_notice(const std::function<void(std::string_view)>& sink, std::string_view program,
+                   std::string_view message) {
+  if (sink)
+    sink(message);
+  else
+    std::fprintf(stderr, "%.*s: notice: %.*s\n", static_cast<int>(program.size()), program.data(),
+                 static_cast<int>(message.size()), message.data());
+}
+
 }  // namespace latte::convert

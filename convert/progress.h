@@ -3,7 +3,9 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 
 namespace latte::convert {
 
@@ -32,6 +34,10 @@ class Progress {
 
 // Peak resident set size of this process so far, in bytes.
 uint64_t peak_rss_bytes();
+
+// Passes a notice to `sink`, or without one prints "<program>: notice: <message>" on stderr.
+void report_notice(const std::function<void(std::string_view)>& sink, std::string_view program,
+                   std::string_view message);
 
 // "11.33 MiB"
 std::string human_bytes(uint64_t bytes);

@@ -31,12 +31,7 @@ std::optional<ggl::Type> target_type(const QuantizeOptions& o, const ggl::Tensor
 }  // namespace
 
 WriteReport quantize_gguf(const QuantizeOptions& o) {
-  auto notice = [&](std::string_view msg) {
-    if (o.on_notice)
-      o.on_notice(msg);
-    else
-      std::fprintf(stderr, "latte quantize: notice: %.*s\n", static_cast<int>(msg.size()), msg.data());
-  };
+  auto notice = [&](std::string_view msg) { convert::report_notice(o.on_notice, "latte quantize", msg); };
   for (ggl::Type t : {o.type, o.token_embedding_type.value_or(o.type)})
     if (!parse_output_type(ggl::type_name(t)))
       ggl::fail("type {} is not an output type ({})", ggl::type_name(t), output_type_names());

@@ -31,6 +31,16 @@ std::string output_type_names() {
   return s;
 }
 
+ggl::Type require_output_type(std::string_view name, std::string_view what) {
+  const std::optional<ggl::Type> t = parse_output_type(name);
+  if (!t) ggl::fail("{} '{}' is not one of {}", what, name, output_type_names());
+  return *t;
+}
+
+std::string weight_type_help() {
+  return "type of the 2-D/3-D weights: " + output_type_names() + " (norms, biases and the expert router stay f32)";
+}
+
 uint32_t file_type_for(ggl::Type t) {
   switch (t) {
     case ggl::Type::F32: return 0;   // LLAMA_FTYPE_ALL_F32

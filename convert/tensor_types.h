@@ -19,6 +19,10 @@ namespace latte::convert {
 // The types convert and quantize produce: f32, f16, bf16, q8_0, q4_0, q4_1.
 std::optional<ggl::Type> parse_output_type(std::string_view name);
 std::string output_type_names();  // "f32, f16, bf16, q8_0, q4_0, q4_1"
+// parse_output_type for a command-line value; `what` names the flag in the one-line error.
+ggl::Type require_output_type(std::string_view name, std::string_view what);
+// Help text of the --type flag of the commands that write whole models (convert, synth).
+std::string weight_type_help();
 
 // general.file_type (llama.cpp's llama_ftype) for a file whose weights are mostly `t`.
 uint32_t file_type_for(ggl::Type t);

@@ -16,10 +16,7 @@ int cmd_convert(int argc, char** argv) {
   bool no_progress = false;
   app.add_option("model_dir", input, "Hugging Face model directory")->required();
   app.add_option("-o,--output", output, "output GGUF file (written atomically)")->required();
-  app.add_option("--type", type_name,
-                 "type of the 2-D/3-D weights: " + convert::output_type_names() +
-                     " (norms, biases and the expert router stay f32)")
-      ->capture_default_str();
+  app.add_option("--type", type_name, convert::weight_type_help())->capture_default_str();
   app.add_option("--name", name, "general.name (default: the directory's name)");
   app.add_option("--mla-layout", mla_layout,
                  "DeepSeek attention layout: k_b (attn_k_b + attn_v_b, current) or kv_b (one attn_kv_b, older)")
@@ -32,9 +29,7 @@ int cmd_convert(int argc, char** argv) {
   convert::ConvertOptions opts;
   opts.input_dir = input;
   opts.output_path = output;
-  std::optional<ggl::Type> type = convert::parse_output_type(type_name);
-  if (!type) ggl::fail("--type '{}' is not one of {}", type_name, convert::output_type_names());
-  opts.type = *type;
+  opts.type = convert::require_output_type(type_name, "--type");
   if (!name.empty()) opts.name = name;
   if (mla_layout == "k_b")
     opts.mla_layout = convert::MlaLayout::KbVb;

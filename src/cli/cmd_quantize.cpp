@@ -27,15 +27,11 @@ int cmd_quantize(int argc, char** argv) {
   app.add_flag("--no-progress", no_progress, "no progress bar (it is only drawn when stderr is a terminal)");
   if (auto done = parse_flags(app, argc, argv)) return *done;
 
-  auto parse = [](const std::string& s, const char* what) {
-    std::optional<ggl::Type> t = convert::parse_output_type(s);
-    if (!t) ggl::fail("{} '{}' is not one of {}", what, s, convert::output_type_names());
-    return *t;
-  };
   opts.input_path = input;
   opts.output_path = output;
-  opts.type = parse(type_name, "TYPE");
-  if (!token_embd_type.empty()) opts.token_embedding_type = parse(token_embd_type, "--token-embedding-type");
+  opts.type = convert::require_output_type(type_name, "TYPE");
+  if (!token_embd_type.empty())
+    opts.token_embedding_type = convert::require_output_type(token_embd_type, "--token-embedding-type");
   opts.progress = !no_progress;
 
   convert::WriteReport r = convert::quantize_gguf(opts);

@@ -24,10 +24,7 @@ int cmd_synth(int argc, char** argv) {
                  "geometry: v2-lite (DeepSeek-V2-Lite, 15.7B), v2 (DeepSeek-V2, 236B), v3 (DeepSeek-V3, 671B), "
                  "tiny / tiny-v3 (V2-Lite / V3 flavoured, a few MiB, for tests)")
       ->required();
-  app.add_option("--type", type_name,
-                 "type of the 2-D/3-D weights: " + convert::output_type_names() +
-                     " (norms, biases and the expert router stay f32)")
-      ->capture_default_str();
+  app.add_option("--type", type_name, convert::weight_type_help())->capture_default_str();
   app.add_option("--layers", layers, "keep only the first N layers (to shrink the big presets)");
   app.add_option("--mla-layout", mla_layout,
                  "attention layout: kv_b (one attn_kv_b per layer; loads in older llama.cpp versions too) or k_b "
@@ -46,9 +43,7 @@ int cmd_synth(int argc, char** argv) {
   synth::SynthOptions opts;
   opts.geometry = synth::preset(preset_name);
   if (app.count("--layers")) opts.geometry = synth::with_layers(opts.geometry, layers);
-  const std::optional<ggl::Type> type = convert::parse_output_type(type_name);
-  if (!type) ggl::fail("--type '{}' is not one of {}", type_name, convert::output_type_names());
-  opts.type = *type;
+  opts.type = convert::require_output_type(type_name, "--type");
   if (mla_layout == "kv_b")
     opts.layout = convert::MlaLayout::KvB;
   else if (mla_layout == "k_b")

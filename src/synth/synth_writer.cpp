@@ -27,12 +27,7 @@ std::string copy_tokenizer(const std::string& path, int64_t n_vocab, ggl::Metada
 }
 
 SynthReport write_synthetic_model(const SynthOptions& opts) {
-  auto notice = [&](std::string_view msg) {
-    if (opts.on_notice)
-      opts.on_notice(msg);
-    else
-      std::fprintf(stderr, "latte synth: notice: %.*s\n", static_cast<int>(msg.size()), msg.data());
-  };
+  auto notice = [&](std::string_view msg) { convert::report_notice(opts.on_notice, "latte synth", msg); };
   if (!convert::parse_output_type(ggl::type_name(opts.type)))
     ggl::fail("--type {} is not an output type ({})", ggl::type_name(opts.type), convert::output_type_names());
   const Geometry& g = opts.geometry;
