@@ -1,7 +1,7 @@
 // kInt8Gemm (int_gemm.h): 8-bit activations, VPDPBUSD, for 4-bit weights. Layouts:
 //   column: int8 q[n] | float scale[n/32] | int32 qsum[n/32] (sum of the block's q) | float
-//           sum[n/32] (the float sum of the block's activations, for Q4_1's min); parts 64-byte
-//           aligned.
+//           sum[n/32] (the float sum of the block's activations, for Q4_1's min) | float
+//           offset[n/32] (scale * qsum, for the rows path); parts 64-byte aligned.
 //   panel:  per block of 32 weights: two lane groups of 16 rows, each 8 vectors (one per 4
 //           consecutive weights) whose lane r holds those 4 weights of row r as unsigned bytes
 //           (the 4-bit quant, 0..15); then the rows' scales [2][16] and mins [2][16] (gemm_panel.h).
@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "ggml-like/gemm_panel.h"
+#include "ggml-like/gemm_rows.h"
 #include "ggml-like/int_gemm.h"
 #include "ggml-like/quant.h"
 
@@ -24,13 +25,14 @@ constexpr int64_t kQuadsPerBlock = kBlock / 4;  // 4 weights per 32-bit lane
 constexpr size_t round64(size_t b) { return (b + 63) / 64 * 64; }
 size_t scales_bytes(int64_t n) { return round64(n / kBlock * sizeof(float)); }
 
-size_t column_bytes(int64_t n) { return round64(n) + 3 * scales_bytes(n); }
+size_t column_bytes(int64_t n) { return round64(n) + 4 * scales_bytes(n); }
 
 struct Column {
   const int8_t* q;
   const float* scale;
   const int32_t* qsum;
   const float* sum;
+  const float* offset;  // scale * qsum (the rows path's zero point)
 };
 
 using gemm_panel::kLanes;
@@ -65,7 +67,8 @@ struct Format {
     const auto* base = static_cast<const uint8_t*>(p);
     const size_t s = scales_bytes(n), q = round64(n);
     return {reinterpret_cast<const int8_t*>(base), reinterpret_cast<const float*>(base + q),
-            reinterpret_cast<const int32_t*>(base + q + s), reinterpret_cast<const float*>(base + q + 2 * s)};
+            reinterpret_cast<const int32_t*>(base + q + s), reinterpret_cast<const float*>(base + q + 2 * s),
+            reinterpret_cast<const float*>(base + q + 3 * s)};
   }
   static int32_t zero_point(Type t) { return t == Type::Q4_0 ? 8 : 0; }
   static int32_t start(const Column& c, int64_t b, int32_t zero_point) { return -zero_point * c.qsum[b]; }
@@ -91,15 +94,33 @@ void quantize_column(const float* x, int64_t n, void* column) {
   auto* scale = reinterpret_cast<float*>(base + qb);
   auto* qsum = reinterpret_cast<int32_t*>(base + qb + s);
   auto* sum = reinterpret_cast<float*>(base + qb + 2 * s);
+  auto* offset = reinterpret_cast<float*>(base + qb + 3 * s);
   for (int64_t b = 0; b < n / kBlock; ++b) {
     const gemm_panel::QuantizedBlock block = gemm_panel::quantize_block(x + b * kBlock, 127.0f);
     scale[b] = block.scale;
     sum[b] = block.sum;
     qsum[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(block.lo, block.hi));
+    offset[b] = block.scale * static_cast<float>(qsum[b]);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * kBlock), _mm512_cvtsepi32_epi8(block.lo));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * kBlock + kLanes), _mm512_cvtsepi32_epi8(block.hi));
   }
 }
+
+// The rows path (gemm_rows.h): a block's 32 nibbles times its 32 activation bytes, 8 lane sums.
+struct RowsFormat {
+  struct Column {
+    gemm_rows::BlockScales scales;
+    const int8_t* q;
+  };
+  static Column view(const void* p, int64_t n) {
+    const ggl::Column c = Format::view(p, n);
+    return {{c.scale, c.offset, c.sum}, c.q};
+  }
+  static __m256i sums(__m256i w, const Column& c, int64_t b) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w,
+                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c.q + b * kBlock)));
+  }
+};
 
 #endif
 
@@ -107,10 +128,11 @@ void quantize_column(const float* x, int64_t n, void* column) {
 
 #if GGL_INT_GEMM
 const IntGemm kInt8Gemm{"int8",         127,         supports, column_bytes, quantize_column, panel_bytes,
-                        gemm_panel::pack_panel<Format>, gemm_panel::multiply_panel<Format>};
+                        gemm_panel::pack_panel<Format>, gemm_panel::multiply_panel<Format>,
+                        supports,       gemm_rows::multiply_rows<RowsFormat>};
 #else  // no AVX-512 VNNI: callers take another path
 const IntGemm kInt8Gemm{"int8", 127, [](Type, int64_t) { return false; }, nullptr, nullptr, nullptr,
-                        nullptr, nullptr};
+                        nullptr, nullptr, nullptr, nullptr};
 #endif
 
 }  // namespace ggl

@@ -2,7 +2,7 @@
 // block's integer sums are formed: reading block scales of 16 rows into a vector, storing a
 // 32-row tile, and walking the activation columns in register tiles. AVX-512 builds only.
 #pragma once
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
 #define GGL_INT_GEMM 1
 #include <algorithm>
 #include <cstddef>

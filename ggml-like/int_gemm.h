@@ -1,6 +1,6 @@
-// Integer GEMMs for batched matrix multiplications with group-quantized weights: the prefill
-// path. Activations are quantized per 32-element block to integers with a float scale, weights
-// are unpacked to integers, and AVX-512 VNNI multiplies them:
+// Integer GEMMs for matrix multiplications with group-quantized weights. Activations are
+// quantized per 32-element block to integers with a float scale, weights are unpacked to
+// integers, and AVX-512 VNNI multiplies them:
 //   kInt16Gemm: 16-bit activations (15 bits against the block's largest value: finer than fp16)
 //               times Q4_0 / Q4_1 / Q8_0 weights as 16-bit integers, VPDPWSSD (32 multiply-adds per
 //               instruction: twice float32 FMA), at close to float32 accuracy (gemm_int16.cpp);
@@ -8,10 +8,11 @@
 //               as 4-bit values in bytes, VPDPBUSD (64 per instruction); about as noisy as the
 //               reference engine's own quantized matmuls, so the engine uses it only where that
 //               measured harmless (README, "CPU speed") (gemm_int8.cpp).
-// Weights are taken a panel of 32 rows at a time and transposed so that the 16 lanes of a vector
-// hold 16 rows: one instruction adds 2 or 4 products into 16 row sums, the block scales apply to
-// whole vectors once per block, and nothing is summed horizontally. A panel is unpacked once and
-// reused by every activation column (gemm_panel.h).
+// Many columns (prefill) go through panels: weights are taken 32 rows at a time and transposed so
+// that the 16 lanes of a vector hold 16 rows: one instruction adds 2 or 4 products into 16 row
+// sums, the block scales apply to whole vectors once per block, and nothing is summed
+// horizontally. A panel is unpacked once and reused by every activation column (gemm_panel.h).
+// A few columns (decode) with 4-bit weights go straight through the rows (gemm_rows.h).
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -40,6 +41,12 @@ struct IntGemm {
   // y[c][r] = dot(row r of the panel, column c) for r < rows, c < n_cols.
   void (*multiply_panel)(Type t, const void* panel, int64_t rows, int64_t n, const void* const* columns,
                          float* const* y, int64_t n_cols);
+  // For a few columns (a decode step), where unpacking panels would cost more than it saves: the
+  // same products read straight from `rows` weight rows, y[c][r] for r < rows, c < n_cols
+  // (gemm_rows.h). Only where supports_rows(t, n).
+  bool (*supports_rows)(Type t, int64_t n);
+  void (*multiply_rows)(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n,
+                        const void* const* columns, float* const* y, int64_t n_cols);
 };
 
 extern const IntGemm kInt16Gemm;

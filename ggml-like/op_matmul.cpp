@@ -21,26 +21,43 @@ inline const uint8_t* batch_ptr(const Tensor& t, const Tensor& dst, int64_t b) {
 }  // namespace
 
 // Batched products with quantized weights take an integer GEMM (int_gemm.h) from this many
-// activation columns on: with fewer, unpacking a weight panel costs more than it saves (and a
-// decode step stays on the float path).
+// activation columns on: with fewer, unpacking a weight panel costs more than it saves.
 constexpr int64_t kIntGemmMinCols = 8;
 
 namespace {
 
-// Which integer GEMM a product takes, if any. Activations are 16-bit (close to float32) except
-// in the routed experts of a MoE with 4-bit weights, which take 8-bit activations: twice the
-// multiply-add rate where most of a prefill's work is, and measured to keep the quantized
-// fixtures as close to the exact result as the reference engine's own 8-bit matmuls (README).
-const IntGemm* int_gemm_for(const Tensor& w, const Tensor& x, int64_t cols, bool routed_experts) {
-  if (cols < kIntGemmMinCols || x.type != Type::F32 || x.nb[0] != sizeof(float)) return nullptr;
-  if (routed_experts && kInt8Gemm.supports(w.type, w.ne[0])) return &kInt8Gemm;
-  return kInt16Gemm.supports(w.type, w.ne[0]) ? &kInt16Gemm : nullptr;
+// Which integer GEMM a product of `cols` columns takes, if any, and whether through panels (many
+// columns) or straight from the weight rows (a few: a decode step). Panels: 16-bit activations
+// (close to float32), except in the routed experts of a MoE with 4-bit weights, which take 8-bit
+// activations: twice the multiply-add rate where most of a prefill's work is. Rows: 8-bit
+// activations times 4-bit weights, where decoding 4-bit weights to float would cost more than
+// reading them. Both 8-bit uses were measured to keep the quantized fixtures as close to the exact
+// result as the reference engine's own 8-bit matmuls (README, "CPU speed").
+struct IntPath {
+  const IntGemm* gemm = nullptr;
+  bool panels = false;
+};
+
+bool takes_rows(const IntGemm& gemm, const Tensor& w) {
+  return gemm.supports(w.type, w.ne[0]) && gemm.supports_rows(w.type, w.ne[0]);
+}
+
+IntPath int_path_for(const Tensor& w, const Tensor& x, int64_t cols, bool routed_experts) {
+  if (x.type != Type::F32 || x.nb[0] != sizeof(float)) return {};
+  if (cols < kIntGemmMinCols) {
+    if (routed_experts && takes_rows(kInt8Gemm, w)) return {&kInt8Gemm, false};
+    if (takes_rows(kInt16Gemm, w)) return {&kInt16Gemm, false};
+    return {};
+  }
+  if (routed_experts && kInt8Gemm.supports(w.type, w.ne[0])) return {&kInt8Gemm, true};
+  if (kInt16Gemm.supports(w.type, w.ne[0])) return {&kInt16Gemm, true};
+  return {};
 }
 
 // The integer path of a product: the team quantizes the activation columns into the shared work
-// area, then each thread unpacks its own weight panels and multiplies every column by them.
-const IntGemm* int_gemm_for_mul_mat(const Tensor& dst) {
-  return int_gemm_for(*dst.src[0], *dst.src[1], dst.src[1]->ne[1], false);
+// area, then each thread multiplies its own weight panels or rows by every column.
+IntPath int_path_for_mul_mat(const Tensor& dst) {
+  return int_path_for(*dst.src[0], *dst.src[1], dst.src[1]->ne[1], false);
 }
 
 int64_t column_count(const Tensor& x) { return x.ne[1] * x.ne[2] * x.ne[3]; }
@@ -81,32 +98,39 @@ void multiply_columns(const IntGemm& gemm, Type t, const uint8_t* w, size_t row_
 }  // namespace
 
 size_t cpu_mul_mat_work(const Tensor& dst, int n_threads) {
-  const IntGemm* gemm = int_gemm_for_mul_mat(dst);
-  if (!gemm) return 0;
+  const IntPath path = int_path_for_mul_mat(dst);
+  if (!path.gemm) return 0;
   const int64_t K = dst.src[0]->ne[0];
-  return quantized_columns_bytes(*gemm, K, column_count(*dst.src[1])) +
-         scratch_size(gemm->panel_bytes(K)) * n_threads;
+  return quantized_columns_bytes(*path.gemm, K, column_count(*dst.src[1])) +
+         (path.panels ? scratch_size(path.gemm->panel_bytes(K)) * n_threads : 0);
 }
 
 void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
   const Tensor& w = *dst.src[0];
   const Tensor& x = *dst.src[1];
   const int64_t K = w.ne[0], N = w.ne[1], M = x.ne[1];
-  if (const IntGemm* gemm = int_gemm_for_mul_mat(dst)) {
-    // Every activation column of every batch quantized once, then (batch, panel) items per thread.
-    const size_t cb = gemm->column_bytes(K);
-    uint8_t* columns = th.work;
+  const IntPath path = int_path_for_mul_mat(dst);
+  // Every activation column of every batch quantized once; column (c, batch xb) at xb * M + c.
+  const IntGemm* gemm = path.gemm;
+  uint8_t* columns = th.work;
+  const size_t cb = gemm ? gemm->column_bytes(K) : 0;
+  if (gemm)
     quantize_columns(
         *gemm, K, column_count(x), [&](int64_t c) { return x.f32_row(c % M, c / M % x.ne[2], c / M / x.ne[2]); },
         columns, th);
+  auto x_batch = [&](int64_t b) {
+    const int64_t b2 = b % dst.ne[2], b3 = b / dst.ne[2];
+    return b2 / (dst.ne[2] / x.ne[2]) + x.ne[2] * (b3 / (dst.ne[3] / x.ne[3]));
+  };
+  if (path.panels) {
+    // (batch, panel) items per thread.
     uint8_t* panel =
         th.scratch<uint8_t>(scratch_size(gemm->panel_bytes(K)), quantized_columns_bytes(*gemm, K, column_count(x)));
     const int64_t panels = (N + kIntGemmPanelRows - 1) / kIntGemmPanelRows;
     auto [i0, i1] = split_range(panels * dst.ne[2] * dst.ne[3], th.ith, th.nth);
     for (int64_t item = i0; item < i1; ++item) {
       const int64_t b = item / panels, p = item % panels;
-      const int64_t b2 = b % dst.ne[2], b3 = b / dst.ne[2];
-      const int64_t xb = b2 / (dst.ne[2] / x.ne[2]) + x.ne[2] * (b3 / (dst.ne[3] / x.ne[3]));
+      const int64_t b2 = b % dst.ne[2], b3 = b / dst.ne[2], xb = x_batch(b);
       const int64_t n0 = p * kIntGemmPanelRows, rows = std::min(kIntGemmPanelRows, N - n0);
       multiply_columns(
           *gemm, w.type, batch_ptr(w, dst, b) + n0 * w.nb[1], w.nb[1], rows, K, panel, M,
@@ -122,8 +146,18 @@ void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
   for (int64_t r = r0; r < r1;) {
     const int64_t b = r / N, n0 = r % N, n1 = std::min(N, n0 + (r1 - r));
     float* y = reinterpret_cast<float*>(dst.bytes() + b * dst.nb[2]);  // packed: dims 2, 3 flatten
-    matmul(w.type, batch_ptr(w, dst, b), N, K, reinterpret_cast<const float*>(batch_ptr(x, dst, b)), x_stride, M, y,
-           N, n0, n1);
+    if (gemm) {  // the few columns on the integer rows path
+      const void* xs[kIntGemmMinCols];
+      float* ys[kIntGemmMinCols];
+      for (int64_t c = 0; c < M; ++c) {
+        xs[c] = columns + (x_batch(b) * M + c) * cb;
+        ys[c] = y + c * N + n0;
+      }
+      gemm->multiply_rows(w.type, batch_ptr(w, dst, b) + n0 * w.nb[1], w.nb[1], n1 - n0, K, xs, ys, M);
+    } else {
+      matmul(w.type, batch_ptr(w, dst, b), N, K, reinterpret_cast<const float*>(batch_ptr(x, dst, b)), x_stride, M,
+             y, N, n0, n1);
+    }
     r += n1 - n0;
   }
 }
@@ -182,13 +216,15 @@ void cpu_mul_mat_t(const Tensor& dst, const CpuThread& th) {
 // mul_mat_id: every thread takes the same share of output rows of every expert in use and walks
 // the (slot, token) pairs routed to that expert. An expert with enough pairs runs the integer GEMM
 // over its weight panels (activation columns quantized once, up front, for all experts); one with
-// few takes the float path in tiles, gathering the pairs' activation columns so each weight row is
-// decoded once per tile.
+// few runs the integer rows path over its rows where the weights take it, else the float path in
+// tiles, gathering the pairs' activation columns so each weight row is decoded once per tile.
 namespace {
 constexpr int64_t kIdTile = 8;
 
 struct IdLayout {
-  const IntGemm* gemm = nullptr;
+  const IntGemm* gemm = nullptr;  // for experts with many pairs, through panels
+  const IntGemm* rows = nullptr;  // for experts with few, straight from the weight rows
+  const IntGemm* quantizer = nullptr;  // whichever of the two is set (they share a column format)
   size_t shared = 0;  // quantized activation columns (integer path)
   size_t counts, pairs, xtile, ytile, panel, per_thread;
 };
@@ -199,8 +235,12 @@ IdLayout id_layout(const Tensor& dst) {
   const Tensor& ids = *dst.src[2];
   const int64_t K = w.ne[0], E = w.ne[2], P = ids.ne[0] * ids.ne[1];
   IdLayout l{};
-  l.gemm = int_gemm_for(w, x, P, true);
-  if (l.gemm) l.shared = quantized_columns_bytes(*l.gemm, K, x.ne[1] * x.ne[2]);
+  const IntPath panels = int_path_for(w, x, std::max(P, kIntGemmMinCols), true);
+  const IntPath rows = int_path_for(w, x, 1, true);
+  if (P >= kIntGemmMinCols) l.gemm = panels.gemm;
+  if (!l.gemm || l.gemm == rows.gemm) l.rows = rows.gemm;
+  l.quantizer = l.gemm ? l.gemm : l.rows;
+  if (l.quantizer) l.shared = quantized_columns_bytes(*l.quantizer, K, x.ne[1] * x.ne[2]);
   l.counts = 0;
   l.pairs = scratch_size((2 * E + 1) * sizeof(int32_t));  // starts, then fill cursors
   l.xtile = l.pairs + scratch_size(P * sizeof(int32_t));
@@ -224,7 +264,8 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
   const int64_t k_used = ids.ne[0], T = ids.ne[1], S = x.ne[1];
   const IdLayout l = id_layout(dst);
   uint8_t* columns = th.work;  // column (slot s, token t) at s + S * t
-  if (l.gemm) quantize_columns(*l.gemm, K, S * T, [&](int64_t c) { return x.f32_row(c % S, c / S); }, columns, th);
+  if (l.quantizer)
+    quantize_columns(*l.quantizer, K, S * T, [&](int64_t c) { return x.f32_row(c % S, c / S); }, columns, th);
   uint8_t* mine = th.work + l.shared + static_cast<size_t>(th.ith) * l.per_thread;
   auto* start = reinterpret_cast<int32_t*>(mine + l.counts);  // start[e] .. start[e+1]: pairs of expert e
   auto* pairs = reinterpret_cast<int32_t*>(mine + l.pairs);   // pair = slot + k_used * token
@@ -273,6 +314,21 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
   for (int64_t e = 0; e < E; ++e) {
     if (l.gemm && start[e + 1] - start[e] >= kIntGemmMinCols) continue;  // done above
     const uint8_t* we = w.bytes() + e * w.nb[2] + n0 * rb;
+    if (l.rows) {
+      const size_t cb = l.rows->column_bytes(K);
+      for (int64_t p0 = start[e]; p0 < start[e + 1]; p0 += kIdTile) {
+        const int64_t cols = std::min<int64_t>(kIdTile, start[e + 1] - p0);
+        const void* xs[kIdTile];
+        float* ys[kIdTile];
+        for (int64_t c = 0; c < cols; ++c) {
+          const int64_t slot = pairs[p0 + c] % k_used, t = pairs[p0 + c] / k_used;
+          xs[c] = columns + (slot % S + S * t) * cb;
+          ys[c] = dst.f32_row(slot, t) + n0;
+        }
+        l.rows->multiply_rows(w.type, we, rb, rows, K, xs, ys, cols);
+      }
+      continue;
+    }
     for (int64_t p0 = start[e]; p0 < start[e + 1]; p0 += kIdTile) {
       const int64_t cols = std::min<int64_t>(kIdTile, start[e + 1] - p0);
       for (int64_t c = 0; c < cols; ++c) {

@@ -1,5 +1,5 @@
-// The integer GEMMs of the prefill path (int_gemm.h) against dequantize-then-
-// multiply in double precision. The only error they may add is the rounding of each activation to
+// The integer GEMMs (int_gemm.h), through panels (prefill) and straight from the rows (decode),
+// against dequantize-then-multiply in double precision. The only error they may add is the rounding of each activation to
 // 16 (8) bits (at most half a step of its block's scale, amax / 32767 (127)) plus float
 // accumulation, and the bound below is exactly that: a wrong lane, pair, scale, min or zero point
 // in a kernel is far outside it.
@@ -37,7 +37,9 @@ struct Case {
   int64_t rows, n, cols;
 };
 
-void check(const Api& ig, const Case& k, uint32_t seed) {
+enum class Path { kPanels, kRows };
+
+void check(const Api& ig, Path path, const Case& k, uint32_t seed) {
   if (!ig.supports(k.type, k.n)) GTEST_SKIP() << "no AVX-512 VNNI in this build: the float path is used";
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -64,17 +66,23 @@ void check(const Api& ig, const Case& k, uint32_t seed) {
   Aligned<uint8_t> columns(cb * k.cols), panel(ig.panel_bytes(k.n));
   for (int64_t c = 0; c < k.cols; ++c) ig.quantize_column(x.data() + c * k.n, k.n, columns.get() + c * cb);
   std::vector<float> y(k.cols * k.rows, -1.0f);
-  for (int64_t r0 = 0; r0 < k.rows; r0 += ggl::kIntGemmPanelRows) {
-    const int64_t rows = std::min(ggl::kIntGemmPanelRows, k.rows - r0);
-    ig.pack_panel(k.type, w.data() + r0 * stride, stride, rows, k.n, panel.get());
+  // Rows [r0, r0 + rows) of every column.
+  auto multiply = [&](int64_t r0, int64_t rows) {
     std::vector<const void*> xs(k.cols);
     std::vector<float*> ys(k.cols);
     for (int64_t c = 0; c < k.cols; ++c) {
       xs[c] = columns.get() + c * cb;
       ys[c] = y.data() + c * k.rows + r0;
     }
+    if (path == Path::kRows) return ig.multiply_rows(k.type, w.data() + r0 * stride, stride, rows, k.n, xs.data(), ys.data(), k.cols);
+    ig.pack_panel(k.type, w.data() + r0 * stride, stride, rows, k.n, panel.get());
     ig.multiply_panel(k.type, panel.get(), rows, k.n, xs.data(), ys.data(), k.cols);
-  }
+  };
+  if (path == Path::kRows)
+    multiply(0, k.rows);
+  else
+    for (int64_t r0 = 0; r0 < k.rows; r0 += ggl::kIntGemmPanelRows)
+      multiply(r0, std::min(ggl::kIntGemmPanelRows, k.rows - r0));
 
   for (int64_t c = 0; c < k.cols; ++c) {
     const float* xc = x.data() + c * k.n;
@@ -108,8 +116,18 @@ void check_shapes(const Api& api, std::initializer_list<Type> types) {
   for (Type t : types)
     for (const Case& k : {Case{t, 32, 32, 1}, Case{t, 64, 128, 6}, Case{t, 40, 256, 13}, Case{t, 7, 96, 5},
                           Case{t, 96, 1408, 8}})
-      check(api, k, seed++);
-  check(api, Case{Type::Q4_0, 33, 64, 150}, 99);  // crosses the kernels' column batches
+      check(api, Path::kPanels, k, seed++);
+  check(api, Path::kPanels, Case{Type::Q4_0, 33, 64, 150}, 99);  // crosses the kernels' column batches
+}
+
+// The rows path: a decode step's one column, the few of a short batch, odd block counts (the
+// kernel alternates accumulators by block) and more rows than one 128 KiB row block.
+void check_row_shapes(const Api& api, std::initializer_list<Type> types) {
+  uint32_t seed = 1000;
+  for (Type t : types)
+    for (const Case& k : {Case{t, 5, 32, 1}, Case{t, 37, 96, 1}, Case{t, 19, 2048, 3}, Case{t, 9, 160, 7},
+                          Case{t, 2200, 1408, 1}, Case{t, 300, 1408, 5}})
+      check(api, Path::kRows, k, seed++);
 }
 
 TEST(Int16Gemm, MatchesExactProductWithinActivationRounding) {
@@ -117,6 +135,23 @@ TEST(Int16Gemm, MatchesExactProductWithinActivationRounding) {
 }
 
 TEST(Int8Gemm, MatchesExactProductWithinActivationRounding) { check_shapes(kInt8, {Type::Q4_0, Type::Q4_1}); }
+
+TEST(Int16Gemm, RowsPathMatchesExactProductWithinActivationRounding) {
+  check_row_shapes(kInt16, {Type::Q4_0, Type::Q4_1});
+}
+
+TEST(Int8Gemm, RowsPathMatchesExactProductWithinActivationRounding) {
+  check_row_shapes(kInt8, {Type::Q4_0, Type::Q4_1});
+}
+
+TEST(IntGemm, RowsPathTakesOnlyFourBitWeights) {
+  for (const Api* api : {&kInt16, &kInt8})
+    if (api->supports(Type::Q4_0, 64)) {
+      EXPECT_TRUE(api->supports_rows(Type::Q4_0, 64));
+      EXPECT_TRUE(api->supports_rows(Type::Q4_1, 64));
+      EXPECT_FALSE(api->supports_rows(Type::Q8_0, 64));
+    }
+}
 
 TEST(Int8Gemm, TakesOnlyFourBitWeights) {
   EXPECT_FALSE(kInt8.supports(Type::Q8_0, 64));

@@ -13,6 +13,7 @@
 #include "ggml-like/fp16.h"
 #include "ggml-like/graph.h"
 #include "ggml-like/graph_plan.h"
+#include "ggml-like/int_gemm.h"
 #include "ggml-like/quant.h"
 
 namespace {
@@ -136,34 +137,53 @@ Weights make_weights(Type t, int64_t row_len, int64_t rows, uint32_t seed) {
 
 class MulMatTypes : public ::testing::TestWithParam<Type> {};
 
+// The integer GEMMs (int_gemm.h) round activations to 16 or 8 bits; test_gemm_int holds them to
+// that rounding. Here, with them on, every column must still land where it belongs (a misplaced
+// one is off by O(1)); with them off, the float path must match to float rounding.
+class IntGemmSwitch {
+ public:
+  explicit IntGemmSwitch(bool on) { ggl::set_int_gemm_enabled(on); }
+  ~IntGemmSwitch() { ggl::set_int_gemm_enabled(true); }
+};
+// Relative tolerance (see expect_near_all) for N(0, 1) activations: half a 16-bit step is ~4e-5 of
+// a block's largest value, half an 8-bit step ~4e-3; both times the |weights| of the row.
+float mul_mat_tolerance(Type t, bool int_gemm, int activation_bits) {
+  if (!int_gemm || !(t == Type::Q4_0 || t == Type::Q4_1 || t == Type::Q8_0)) return 1e-4f;
+  return activation_bits == 16 ? 2e-3f : 0.15f;
+}
+
 TEST_P(MulMatTypes, BatchedBroadcastAndPermutedActivations) {
   const Type type = GetParam();
-  const int64_t K = 64, N = 40, H = 3, M = 5;
-  Weights w = make_weights(type, K, N * H, 7);
-  // Activations stored [K, H, M] and permuted to [K, M, H] (strided columns).
-  std::vector<float> x = random_floats(K * H * M, 8);
-  Graph g;
-  Tensor* tw = g.external(type, std::vector<int64_t>{K, N, H}, w.bytes.data(), "w");
-  Tensor* tx = f32_tensor(g, x, {K, H, M}, "x");
-  Tensor* out = g.mul_mat(tw, g.permute(tx, 0, 2, 1, 3));  // [N, M, H]
-  Tensor* shared = g.mul_mat(g.view(tw, {K, N, 1, 1}, {tw->nb[0], tw->nb[1], tw->nb[2], tw->nb[3]}, 0),
-                             g.permute(tx, 0, 2, 1, 3));  // one matrix for every head
-  g.mark_output(shared);
-  run(g, out, 3);
-  std::vector<float> want(N * M * H), want_shared(N * M * H);
-  for (int64_t h = 0; h < H; ++h)
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n) {
-        double acc = 0, acc0 = 0;
-        for (int64_t k = 0; k < K; ++k) {
-          acc += static_cast<double>(w.values[k + K * (n + N * h)]) * x[k + K * (h + H * m)];
-          acc0 += static_cast<double>(w.values[k + K * n]) * x[k + K * (h + H * m)];
+  for (bool int_gemm : {false, true}) {
+    const IntGemmSwitch path(int_gemm);
+    SCOPED_TRACE(int_gemm ? "integer GEMMs on" : "integer GEMMs off");
+    const int64_t K = 64, N = 40, H = 3, M = 5;
+    Weights w = make_weights(type, K, N * H, 7);
+    // Activations stored [K, H, M] and permuted to [K, M, H] (strided columns).
+    std::vector<float> x = random_floats(K * H * M, 8);
+    Graph g;
+    Tensor* tw = g.external(type, std::vector<int64_t>{K, N, H}, w.bytes.data(), "w");
+    Tensor* tx = f32_tensor(g, x, {K, H, M}, "x");
+    Tensor* out = g.mul_mat(tw, g.permute(tx, 0, 2, 1, 3));  // [N, M, H]
+    Tensor* shared = g.mul_mat(g.view(tw, {K, N, 1, 1}, {tw->nb[0], tw->nb[1], tw->nb[2], tw->nb[3]}, 0),
+                               g.permute(tx, 0, 2, 1, 3));  // one matrix for every head
+    g.mark_output(shared);
+    run(g, out, 3);
+    std::vector<float> want(N * M * H), want_shared(N * M * H);
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double acc = 0, acc0 = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            acc += static_cast<double>(w.values[k + K * (n + N * h)]) * x[k + K * (h + H * m)];
+            acc0 += static_cast<double>(w.values[k + K * n]) * x[k + K * (h + H * m)];
+          }
+          want[n + N * (m + M * h)] = static_cast<float>(acc);
+          want_shared[n + N * (m + M * h)] = static_cast<float>(acc0);
         }
-        want[n + N * (m + M * h)] = static_cast<float>(acc);
-        want_shared[n + N * (m + M * h)] = static_cast<float>(acc0);
-      }
-  expect_near_all(result(out), want, 1e-4f);
-  expect_near_all(result(shared), want_shared, 1e-4f);
+    expect_near_all(result(out), want, mul_mat_tolerance(type, int_gemm, 16));
+    expect_near_all(result(shared), want_shared, mul_mat_tolerance(type, int_gemm, 16));
+  }
 }
 
 TEST_P(MulMatTypes, TransposedWeights) {
@@ -188,29 +208,34 @@ TEST_P(MulMatTypes, TransposedWeights) {
 
 TEST_P(MulMatTypes, ExpertsSelectedPerToken) {
   const Type type = GetParam();
-  const int64_t K = 32, N = 24, E = 5, k_used = 2, T = 7;
-  Weights w = make_weights(type, K, N * E, 11);
-  std::vector<float> x = random_floats(K * T, 12);
-  std::vector<int32_t> ids(k_used * T);
-  for (int64_t t = 0; t < T; ++t) {
-    ids[k_used * t] = static_cast<int32_t>(t % E);
-    ids[k_used * t + 1] = static_cast<int32_t>((3 * t + 1) % E);
+  for (bool int_gemm : {false, true}) {
+    const IntGemmSwitch path(int_gemm);
+    SCOPED_TRACE(int_gemm ? "integer GEMMs on" : "integer GEMMs off");
+    const int64_t K = 32, N = 24, E = 5, k_used = 2, T = 7;
+    Weights w = make_weights(type, K, N * E, 11);
+    std::vector<float> x = random_floats(K * T, 12);
+    std::vector<int32_t> ids(k_used * T);
+    for (int64_t t = 0; t < T; ++t) {
+      ids[k_used * t] = static_cast<int32_t>(t % E);
+      ids[k_used * t + 1] = static_cast<int32_t>((3 * t + 1) % E);
+    }
+    Graph g;
+    Tensor* tw = g.external(type, std::vector<int64_t>{K, N, E}, w.bytes.data(), "w");
+    Tensor* tids = g.external(Type::I32, std::vector<int64_t>{k_used, T}, ids.data(), "ids");
+    Tensor* out = g.mul_mat_id(tw, f32_tensor(g, x, {K, 1, T}, "x"), tids);
+    run(g, out, 3);
+    std::vector<float> want(N * k_used * T);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t i = 0; i < k_used; ++i)
+        for (int64_t n = 0; n < N; ++n) {
+          double acc = 0;
+          const int64_t e = ids[i + k_used * t];
+          for (int64_t k = 0; k < K; ++k) acc += static_cast<double>(w.values[k + K * (n + N * e)]) * x[k + K * t];
+          want[n + N * (i + k_used * t)] = static_cast<float>(acc);
+        }
+    // Routed experts with 4-bit weights take 8-bit activations.
+    expect_near_all(result(out), want, mul_mat_tolerance(type, int_gemm, type == Type::Q4_0 ? 8 : 16));
   }
-  Graph g;
-  Tensor* tw = g.external(type, std::vector<int64_t>{K, N, E}, w.bytes.data(), "w");
-  Tensor* tids = g.external(Type::I32, std::vector<int64_t>{k_used, T}, ids.data(), "ids");
-  Tensor* out = g.mul_mat_id(tw, f32_tensor(g, x, {K, 1, T}, "x"), tids);
-  run(g, out, 3);
-  std::vector<float> want(N * k_used * T);
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t i = 0; i < k_used; ++i)
-      for (int64_t n = 0; n < N; ++n) {
-        double acc = 0;
-        const int64_t e = ids[i + k_used * t];
-        for (int64_t k = 0; k < K; ++k) acc += static_cast<double>(w.values[k + K * (n + N * e)]) * x[k + K * t];
-        want[n + N * (i + k_used * t)] = static_cast<float>(acc);
-      }
-  expect_near_all(result(out), want, 1e-4f);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, MulMatTypes, ::testing::Values(Type::F32, Type::F16, Type::BF16, Type::Q8_0, Type::Q4_0),
