@@ -284,6 +284,20 @@ void matmul_rows(const uint8_t* w, size_t row_stride, int64_t n, const float* x,
   }
 }
 
+// A row decoded to floats chunk by chunk, then element by element past the last whole chunk
+// (plain types only: block types are whole chunks).
+template <class Decode>
+void decode_chunks(const uint8_t* row, int64_t n, float* out) {
+  const int64_t chunks = n / kChunk;
+  for (int64_t k = 0; k < chunks; ++k) {
+    Floats w[kVecsPerChunk];
+    Decode::chunk(row + k * Decode::kChunkBytes, w);
+    for (int v = 0; v < kVecsPerChunk; ++v) w[v].store_unaligned(out + k * kChunk + v * kLanes);
+  }
+  if constexpr (!Decode::kBlocked)
+    for (int64_t i = chunks * kChunk; i < n; ++i) out[i] = Decode::element(row, i);
+}
+
 void check_shape(const char* what, Type t, int64_t n) {
   if (!is_weight_type(t)) fail("{}: unsupported weight type {}", what, type_name(t));
   const int block = traits(t).block_size;
@@ -331,6 +345,20 @@ float dot_row(Type t, const void* w_row, const float* x, int64_t n) {
     case Type::Q4_0: dot_tile<DecodeQ4_0, 1, 1>(&row, n, &x, out); return out[0][0];
     case Type::Q4_1: dot_tile<DecodeQ4_1, 1, 1>(&row, n, &x, out); return out[0][0];
     default: return 0.0f;  // rejected by check_shape
+  }
+}
+
+void decode_row(Type t, const void* w_row, float* out, int64_t n) {
+  check_shape("decode_row", t, n);
+  const auto* row = static_cast<const uint8_t*>(w_row);
+  switch (t) {
+    case Type::F32: return decode_chunks<DecodeF32>(row, n, out);
+    case Type::F16: return decode_chunks<DecodeF16>(row, n, out);
+    case Type::BF16: return decode_chunks<DecodeBF16>(row, n, out);
+    case Type::Q8_0: return decode_chunks<DecodeQ8_0>(row, n, out);
+    case Type::Q4_0: return decode_chunks<DecodeQ4_0>(row, n, out);
+    case Type::Q4_1: return decode_chunks<DecodeQ4_1>(row, n, out);
+    default: return;  // rejected by check_shape
   }
 }
 

@@ -201,7 +201,7 @@ void cpu_mul_mat_t(const Tensor& dst, const CpuThread& th) {
     for (int64_t k = 0; k < K; ++k) {
       const float* row = reinterpret_cast<const float*>(wb + k * w.nb[1] + col_offset);
       if (w.type != Type::F32) {
-        dequantize_row(w.type, wb + k * w.nb[1] + col_offset, tmp, len);
+        decode_row(w.type, wb + k * w.nb[1] + col_offset, tmp, len);
         row = tmp;
       }
       for (int64_t m = 0; m < M; ++m) {

@@ -151,6 +151,26 @@ TEST(Dot, PlainTypesHandleRowsThatAreNotMultiplesOf32) {
   }
 }
 
+// decode_row gives the weights the products use: the stored values, to float rounding (Q4_1's
+// d * q + m may fuse), for block types and for plain rows of any length.
+TEST(Dot, DecodeRowGivesTheStoredWeights) {
+  for (Type t : {Type::F32, Type::F16, Type::BF16, Type::Q8_0, Type::Q4_0, Type::Q4_1})
+    for (int64_t n : {32, 96, 37, 1}) {
+      if (ggl::traits(t).block_size > 1 && n % 32 != 0) continue;
+      const Matrix m(t, 2, n, 31);
+      std::vector<float> got(static_cast<size_t>(n));
+      for (int64_t r = 0; r < 2; ++r) {
+        ggl::decode_row(t, m.row(r), got.data(), n);
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_NEAR(got[i], m.dequant[r * n + i], 1e-6f * (1.0f + std::fabs(m.dequant[r * n + i])))
+              << ggl::type_name(t) << " n " << n << " row " << r << " at " << i;
+      }
+    }
+  std::vector<uint8_t> w(64);
+  std::vector<float> out(64);
+  EXPECT_THROW(ggl::decode_row(Type::Q4_0, w.data(), out.data(), 33), ggl::Error);
+}
+
 TEST(Dot, RejectsBadShapesAndTypes) {
   std::vector<uint8_t> w(1024);
   std::vector<float> x(64), y(4);
