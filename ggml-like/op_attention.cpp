@@ -16,9 +16,9 @@
 
 #include "ggml-like/cpu_kernels.h"
 
-#include "ggml-like/x86_intrinsics.h"
+#include "ggml-like/attention_int16.h"
+#include "ggml-like/attention_wide.h"
 #if defined(__AVX512F__)
-#include <xsimd/xsimd.hpp>
 #define GGL_ATTN_WIDE 1
 #endif
 #include "ggml-like/dot.h"
@@ -136,16 +136,8 @@ void attend(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int64_t j0
 }
 
 #if defined(GGL_ATTN_WIDE)
-using Vec = xsimd::batch<float, xsimd::avx512f>;
-
-// Pins a vector to a register: without it GCC re-reads each query/probability vector as a memory
-// operand of every FMA that uses it (one 64-byte load per FMA, which made the two-vector kernel
-// load-bound at ~2/3 of the FMA rate) instead of broadcasting the shared key/value element.
-inline void in_register(Vec& v) {
-  __m512 r = v;
-  asm("" : "+v"(r));
-  v = r;
-}
+using attention_wide::in_register;
+using attention_wide::Vec;
 
 // The queries one wide pass serves, one per lane: several heads of one token (GQA/MQA), or one
 // head at several consecutive tokens (MHA prefill). Lane i sees keys [j0, visible[i]); lanes past
@@ -251,22 +243,8 @@ void attend_wide(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& lan
           score.store_aligned(sc + (j + r) * W + u * kHeadLanes);
         }
     }
-    // Softmax update for the block. A lane whose keys are all masked so far keeps max -inf: it
-    // adds nothing (its p are exp(-inf) = 0), and 0 stands in for its max in the exponents.
     Vec c[NV];
-    for (int u = 0; u < NV; ++u) {
-      Vec mb = m[u];
-      for (int64_t j = 0; j < nk; ++j) mb = xsimd::max(mb, Vec::load_aligned(sc + j * W + u * kHeadLanes));
-      const Vec base = masked ? xsimd::select(mb == Vec(-INFINITY), Vec(0.0f), mb) : mb;
-      c[u] = xsimd::exp(m[u] - base);  // 0 for the first block
-      l[u] *= c[u];
-      for (int64_t j = 0; j < nk; ++j) {
-        const Vec p = xsimd::exp(Vec::load_aligned(sc + j * W + u * kHeadLanes) - base);
-        p.store_aligned(sc + j * W + u * kHeadLanes);
-        l[u] += p;
-      }
-      m[u] = mb;
-    }
+    attention_wide::softmax_block<NV>(sc, nk, masked, m, l, c);
     // acc[i] = acc[i] * c + sum_j p_j * v_j[i], kGroup value elements at a time.
     int64_t i = 0;
     for (; i + kGroup <= d.Dv; i += kGroup) {
@@ -365,6 +343,7 @@ void attend_group(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int6
 }  // namespace
 
 size_t cpu_flash_attn_work(const Tensor& dst, int n_threads) {
+  if (mha_int16_applies(dst)) return mha_int16_work(dst, n_threads);
   const Dims d = dims_of(dst);
   return per_thread_bytes(d) * n_threads + scratch_size(partial_floats(d) * n_threads * sizeof(float));
 }
@@ -374,6 +353,7 @@ void cpu_flash_attn(const Tensor& dst, const CpuThread& th) {
   const Scratch s = scratch_for(d, th);
   const int64_t items = d.T * d.Hkv;
 
+  if (mha_int16_applies(dst)) return mha_int16(dst, th);
 #if defined(GGL_ATTN_WIDE)
   // MHA prefill: blocks of 32 consecutive tokens of one head share every key row. Items are
   // dealt round-robin: later token blocks see more keys, so contiguous ranges would not balance.

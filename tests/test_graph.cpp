@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "ggml-like/attention_int16.h"
 #include "ggml-like/cpu_backend.h"
 #include "ggml-like/fp16.h"
 #include "ggml-like/graph.h"
@@ -373,6 +374,11 @@ std::vector<float> naive_attention(const std::vector<float>& q, const std::vecto
   return out;
 }
 
+// MHA prefill with float32 K and V runs on 16-bit integers where it can (attention_int16.h): its
+// rounding (~6e-5 of each 32-element block's largest value, ~2e-4 of the outputs here) against a
+// misplaced key, lane or pair, which is off by 0.1 or more. Everything else is float32.
+float attention_tolerance(const Tensor& out) { return ggl::mha_int16_applies(out) ? 3e-3f : 2e-5f; }
+
 struct AttnCase {
   int64_t H, Hkv, T, Nkv;
   Type kv_type;
@@ -404,7 +410,8 @@ TEST_P(FlashAttn, MatchesNaiveAttention) {
   Tensor* tv = g.external(c.kv_type, std::vector<int64_t>{Dv, c.Hkv, c.Nkv}, vw.bytes.data(), "v");
   Tensor* out = g.flash_attn(tq, tk, tv, g.input_i32(pos, "pos"), 0.3f);
   run(g, out, c.threads);
-  expect_near_all(result(out), naive_attention(q, k, v, pos, Dk, Dv, c.H, c.Hkv, c.T, c.Nkv, 0.3f), 2e-5f);
+  expect_near_all(result(out), naive_attention(q, k, v, pos, Dk, Dv, c.H, c.Hkv, c.T, c.Nkv, 0.3f),
+                  attention_tolerance(*out));
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttn,
@@ -413,6 +420,30 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttn,
                                            AttnCase{6, 1, 1, 17, Type::BF16, 4},  // MQA decode: keys split
                                            AttnCase{6, 1, 1, 2, Type::F16, 4},    // fewer keys than threads
                                            AttnCase{4, 1, 4, 40, Type::Q8_0, 2}));
+
+// The integer MHA kernel in its real shapes (DeepSeek's 192 / 128 head sizes): two passes of
+// tokens (the second partial), an odd number of keys (a padded key pair), several key blocks and
+// the causal mask; and the float kernel on the same data with integer paths off.
+TEST(Graph, FlashAttnMhaPrefillOnIntegersMatchesNaiveAttention) {
+  const int64_t Dk = 192, Dv = 128, H = 3, T = 37, N = 101;
+  std::vector<float> q = random_floats(Dk * H * T, 41), k = random_floats(Dk * H * N, 42),
+                     v = random_floats(Dv * H * N, 43);
+  for (int64_t i = 0; i < Dk * H * N; i += Dk) k[i + 150] *= 20.0f;  // an outlier in one block
+  std::vector<int32_t> pos(T);
+  for (int64_t t = 0; t < T; ++t) pos[t] = static_cast<int32_t>(N - T + t);
+  const std::vector<float> want = naive_attention(q, k, v, pos, Dk, Dv, H, H, T, N, 0.1f);
+  for (bool int_paths : {true, false}) {
+    const IntGemmSwitch path(int_paths);
+    Graph g;
+    Tensor* out = g.flash_attn(f32_tensor(g, q, {Dk, H, T}, "q"), f32_tensor(g, k, {Dk, H, N}, "k"),
+                               f32_tensor(g, v, {Dv, H, N}, "v"), g.input_i32(pos, "pos"), 0.1f);
+    if (int_paths && !ggl::mha_int16_applies(*out)) GTEST_SKIP() << "no AVX-512 VNNI in this build";
+    EXPECT_EQ(ggl::mha_int16_applies(*out), int_paths);
+    run(g, out, 2);
+    SCOPED_TRACE(int_paths ? "integer kernel" : "float kernel");
+    expect_near_all(result(out), want, attention_tolerance(*out));
+  }
+}
 
 TEST(Graph, AbsorbedAttentionReadsValuesInsideKeys) {
   // MLA-style MQA: K rows hold [latent ; rope], V is the latent prefix of the same rows.
