@@ -309,14 +309,18 @@ void pass(const Tensor& dst, const Dims& d, const Layout& l, const uint8_t* work
 
 }  // namespace
 
+bool mha_int16_takes(int64_t Dk, int64_t Dv) {
+  return int_gemm_enabled() && Dk % kBlock == 0 && Dv % kBlock == 0 && Dk > 0 && Dv > 0 && Dk <= kMaxHead &&
+         Dv <= kMaxHead;
+}
+
 bool mha_int16_applies(const Tensor& dst) {
   const Tensor& q = *dst.src[0];
   const Tensor& k = *dst.src[1];
   const Tensor& v = *dst.src[2];
   const Dims d = dims_of(dst);
-  return int_gemm_enabled() && q.ne[1] == k.ne[1] && d.T >= kMinTokens && k.type == Type::F32 &&
-         v.type == Type::F32 && q.type == Type::F32 && d.Dk % kBlock == 0 && d.Dv % kBlock == 0 &&
-         d.Dk <= kMaxHead && d.Dv <= kMaxHead && d.N > 0;
+  return mha_int16_takes(d.Dk, d.Dv) && q.ne[1] == k.ne[1] && d.T >= kMinTokens && k.type == Type::F32 &&
+         v.type == Type::F32 && q.type == Type::F32 && d.N > 0;
 }
 
 size_t mha_int16_work(const Tensor& dst, int n_threads) {
@@ -343,6 +347,7 @@ void mha_int16(const Tensor& dst, const CpuThread& th) {
 
 #else  // no AVX-512 VNNI: the float32 kernels take every case
 
+bool mha_int16_takes(int64_t, int64_t) { return false; }
 bool mha_int16_applies(const Tensor&) { return false; }
 size_t mha_int16_work(const Tensor&, int) { return 0; }
 void mha_int16(const Tensor&, const CpuThread&) {}

@@ -4,11 +4,15 @@
 // float32 kernels of op_attention.cpp.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 #include "ggml-like/cpu_kernels.h"
 
 namespace ggl {
 
+// Whether MHA heads of these sizes take the integer kernel on this machine (build, CPU and the
+// integer-path switch of int_gemm.h), and whether a flash_attn node does.
+bool mha_int16_takes(int64_t Dk, int64_t Dv);
 bool mha_int16_applies(const Tensor& dst);
 size_t mha_int16_work(const Tensor& dst, int n_threads);
 // Called by every thread of the team, like every kernel.

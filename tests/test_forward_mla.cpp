@@ -100,12 +100,17 @@ TEST(MlaPath, AutoAbsorbsDecodeAndExpandsFreshPrefill) {
   EXPECT_EQ(latte::choose_mla_path(hp, 512, 0, MlaMode::kAuto), MlaMode::kNaive);
   // A short chunk after a long cached prefix: expanding the whole prefix is not worth it.
   EXPECT_EQ(latte::choose_mla_path(hp, 4, 4000, MlaMode::kAuto), MlaMode::kAbsorb);
-  // Faster up-projections (the integer GEMM) make expanding cheaper, not free.
-  EXPECT_EQ(latte::choose_mla_path(hp, 512, 0, MlaMode::kAuto, 1.3), MlaMode::kNaive);
-  EXPECT_EQ(latte::choose_mla_path(hp, 4, 4000, MlaMode::kAuto, 1.3), MlaMode::kAbsorb);
-  EXPECT_EQ(latte::choose_mla_path(hp, 64, 4096, MlaMode::kAuto, 1.0), MlaMode::kAbsorb);
-  EXPECT_EQ(latte::choose_mla_path(hp, 64, 4096, MlaMode::kAuto, 4.0), MlaMode::kNaive);
-  EXPECT_EQ(latte::latent_gemm_speedup(model), 1.0);  // F32 weights: float path
+  // Faster up-projections (the integer GEMM) or naive attention make expanding cheaper, not free.
+  EXPECT_EQ(latte::choose_mla_path(hp, 512, 0, MlaMode::kAuto, {.latent_gemm = 1.3}), MlaMode::kNaive);
+  EXPECT_EQ(latte::choose_mla_path(hp, 4, 4000, MlaMode::kAuto, {1.3, 1.7}), MlaMode::kAbsorb);
+  EXPECT_EQ(latte::choose_mla_path(hp, 64, 4096, MlaMode::kAuto, {1.0, 1.0}), MlaMode::kAbsorb);
+  EXPECT_EQ(latte::choose_mla_path(hp, 64, 4096, MlaMode::kAuto, {.latent_gemm = 4.0}), MlaMode::kNaive);
+  // The V2-Lite calibration (README): absorb at 128 tokens after 4096, naive at 256 with the
+  // integer attention kernel, absorb at 256 without it.
+  EXPECT_EQ(latte::choose_mla_path(hp, 128, 4096, MlaMode::kAuto, {0.6, 1.7}), MlaMode::kAbsorb);
+  EXPECT_EQ(latte::choose_mla_path(hp, 256, 4096, MlaMode::kAuto, {0.6, 1.7}), MlaMode::kNaive);
+  EXPECT_EQ(latte::choose_mla_path(hp, 256, 4096, MlaMode::kAuto, {0.6, 1.0}), MlaMode::kAbsorb);
+  EXPECT_EQ(latte::mla_speeds(model).latent_gemm, 0.3);  // F32 weights: float path
   EXPECT_EQ(latte::choose_mla_path(hp, 512, 0, MlaMode::kAbsorb), MlaMode::kAbsorb);
   EXPECT_EQ(latte::choose_mla_path(hp, 1, 10, MlaMode::kNaive), MlaMode::kNaive);
 

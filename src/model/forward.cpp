@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "ggml-like/attention_int16.h"
 #include "ggml-like/error.h"
 #include "ggml-like/int_gemm.h"
 #include "src/model/graph_blocks.h"
@@ -24,32 +25,40 @@ std::optional<MlaMode> parse_mla_mode(std::string_view s) {
 }
 
 MlaMode choose_mla_path(const Hparams& hp, int64_t n_tokens, int64_t n_past, MlaMode requested,
-                        double gemm_speedup) {
+                        MlaSpeeds speeds) {
   if (requested != MlaMode::kAuto) return requested;
   // A decode step never expands cached latents.
   if (n_tokens <= 1) return MlaMode::kAbsorb;
-  // Time per head of the two paths in multiply-adds of the attention kernels (the projections
-  // both share are left out): the up-projections of queries/outputs (absorb) or of every visible
-  // latent (naive) count 1 / gemm_speedup each. Queries see on average n_past + n_tokens / 2 keys.
+  // Time per head of the two paths in multiply-adds of the float32 attention kernels (the
+  // projections both share are left out): the up-projections of queries/outputs (absorb) or of
+  // every visible latent (naive) count 1 / speeds.latent_gemm each, the naive form's attention
+  // 1 / speeds.naive_attention. Queries see on average n_past + n_tokens / 2 keys.
   const MlaConfig& m = hp.mla;
   const double T = static_cast<double>(n_tokens), N = static_cast<double>(n_past + n_tokens);
   const double keys = (static_cast<double>(n_past) + T / 2) * T;
   const double L = static_cast<double>(m.kv_lora_rank), R = static_cast<double>(m.qk_rope);
   const double nope = static_cast<double>(m.qk_nope), v = static_cast<double>(m.v_head_dim);
-  const double absorb = T * L * (nope + v) / gemm_speedup + keys * (L + R + L);
-  const double naive = N * L * (nope + v) / gemm_speedup + keys * (nope + R + v);
+  const double absorb = T * L * (nope + v) / speeds.latent_gemm + keys * (L + R + L);
+  const double naive = N * L * (nope + v) / speeds.latent_gemm + keys * (nope + R + v) / speeds.naive_attention;
   return naive < absorb ? MlaMode::kNaive : MlaMode::kAbsorb;
 }
 
-double latent_gemm_speedup(const Model& model) {
+MlaSpeeds mla_speeds(const Model& model) {
   const Hparams& hp = model.hparams();
-  if (hp.arch != Arch::kDeepseek2 || model.weights().layers.empty()) return 1.0;
+  MlaSpeeds speeds;
+  if (hp.arch != Arch::kDeepseek2 || model.weights().layers.empty()) return speeds;
   const LayerWeights& l = model.weights().layers.front();
   const auto* w = l.wkv_b ? l.wkv_b : l.wv_b;
-  // The integer GEMM does twice the float kernels' multiply-adds per cycle, but expanding also
-  // copies the latents and per-head keys: 1.3 is what measured on DeepSeek-V2-Lite Q4_0 (absorb
-  // and naive prefill break even at ~140 tokens after 4096 cached ones, 2 threads; README).
-  return w && ggl::kInt16Gemm.supports(w->type, hp.mla.kv_lora_rank) ? 1.3 : 1.0;
+  const MlaConfig& m = hp.mla;
+  // Fitted to DeepSeek-V2-Lite Q4_0 with 2 threads (README, "CPU speed"): absorbed and naive
+  // prefill break even at ~240 tokens after 4096 cached ones. Expanding costs more than its
+  // multiply-adds (it also copies the latents and the per-head keys, and the integer attention
+  // converts them): 0.6 with the integer GEMM, and half that on the float path, which does half
+  // the integer GEMM's multiply-adds per cycle. The integer attention kernel measured ~1.7x the
+  // float one at depth.
+  speeds.latent_gemm = w && ggl::kInt16Gemm.supports(w->type, m.kv_lora_rank) ? 0.6 : 0.3;
+  if (ggl::mha_int16_takes(m.qk_nope + m.qk_rope, m.v_head_dim)) speeds.naive_attention = 1.7;
+  return speeds;
 }
 
 ggl::Tensor* build_forward(ggl::Graph& g, const Model& model, const KvCache& cache, const ForwardBatch& batch) {

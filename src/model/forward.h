@@ -23,14 +23,21 @@ enum class MlaMode { kAuto, kAbsorb, kNaive };
 std::string_view mla_mode_name(MlaMode m);
 std::optional<MlaMode> parse_mla_mode(std::string_view s);
 
-// The path a batch takes (kAbsorb or kNaive) for this request. gemm_speedup: how many times more
-// multiply-adds per second the latent up-projections (matrix products with attn_kv_b or
-// attn_k_b/attn_v_b) run at than the attention kernels: more than 1 where they take the integer
-// GEMM (latent_gemm_speedup), 1 in float32.
+// How many times more multiply-adds per second than the float32 attention kernels two parts of
+// the MLA forms run at: the latent up-projections (matrix products with attn_kv_b or
+// attn_k_b/attn_v_b; more than 1 where they take the integer GEMM) and the naive form's per-head
+// attention (more than 1 where it runs on 16-bit integers).
+struct MlaSpeeds {
+  double latent_gemm = 1.0;
+  double naive_attention = 1.0;
+};
+
+// The path a batch takes (kAbsorb or kNaive) for this request.
 MlaMode choose_mla_path(const Hparams& hp, int64_t n_tokens, int64_t n_past, MlaMode requested,
-                        double gemm_speedup = 1.0);
-// gemm_speedup for a model, from the type of its latent up-projection weights.
-double latent_gemm_speedup(const Model& model);
+                        MlaSpeeds speeds = {});
+// The speeds for a model on this machine, from the type of its latent up-projection weights and
+// its head sizes.
+MlaSpeeds mla_speeds(const Model& model);
 
 struct ForwardBatch {
   std::span<const int32_t> tokens;  // validated ids

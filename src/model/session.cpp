@@ -57,7 +57,7 @@ std::vector<float> Session::eval(std::span<const int32_t> tokens, Logits which) 
     batch.n_past = n_past_;
     batch.all_logits = which == Logits::kAll;
     batch.mla_path =
-        choose_mla_path(model_.hparams(), count, n_past_, options_.mla_mode, latent_gemm_speedup(model_));
+        choose_mla_path(model_.hparams(), count, n_past_, options_.mla_mode, mla_speeds(model_));
 
     ggl::Graph graph;
     ggl::Tensor* out = build_forward(graph, model_, cache_, batch);
