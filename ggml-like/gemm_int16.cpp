@@ -1,8 +1,9 @@
 // kInt16Gemm (int_gemm.h): 16-bit activations, VPDPWSSD. Layouts:
-//   column: int16 q[n] | float scale[n/32] | float sum[n/32] | float offset[n/32] | int8 hi[n] |
-//           uint8 lo[n], each part 64-byte aligned; the block value is scale * q, sum is the float
-//           sum of the block's activations (for Q4_1's min), and the rest serve the rows path:
-//           offset is scale times the sum of the block's q, and q = 256 * hi + lo.
+//   column: int16 q[n] | float scale[n/32] | float sum[n/32] | float offset[n/32] | float
+//           hi_offset[n/32] | int8 hi[n] | uint8 lo[n], each part 64-byte aligned; the block value
+//           is scale * q, sum is the float sum of the block's activations (for Q4_1's min), and
+//           the rest serve the rows path: q = 256 * hi + lo, offset is scale times the sum of the
+//           block's q, hi_offset scale * 4096 times the sum of its hi.
 //   panel:  per block of 32 weights: two lane groups of 16 rows, each 16 vectors (one per pair of
 //           weights) whose lane r holds that pair of row r as two int16; then the rows' scales
 //           [2][16] and mins [2][16] as floats (gemm_panel.h).
@@ -24,13 +25,14 @@ constexpr int64_t kPairs = kBlock / 2;
 constexpr size_t round64(size_t b) { return (b + 63) / 64 * 64; }
 size_t scales_bytes(int64_t n) { return round64(n / kBlock * sizeof(float)); }
 
-size_t column_bytes(int64_t n) { return round64(n * sizeof(int16_t)) + 3 * scales_bytes(n) + 2 * round64(n); }
+size_t column_bytes(int64_t n) { return round64(n * sizeof(int16_t)) + 4 * scales_bytes(n) + 2 * round64(n); }
 
 struct Column {
   const int16_t* q;
   const float* scale;
   const float* sum;
   const float* offset;
+  const float* hi_offset;
   const int8_t* hi;
   const uint8_t* lo;
 };
@@ -108,9 +110,10 @@ struct Format {
   static Column view(const void* p, int64_t n) {
     const auto* base = static_cast<const uint8_t*>(p);
     const size_t q = round64(n * sizeof(int16_t)), s = scales_bytes(n);
-    return {reinterpret_cast<const int16_t*>(base), reinterpret_cast<const float*>(base + q),
-            reinterpret_cast<const float*>(base + q + s),   reinterpret_cast<const float*>(base + q + 2 * s),
-            reinterpret_cast<const int8_t*>(base + q + 3 * s), reinterpret_cast<const uint8_t*>(base + q + 3 * s + round64(n))};
+    return {reinterpret_cast<const int16_t*>(base),          reinterpret_cast<const float*>(base + q),
+            reinterpret_cast<const float*>(base + q + s),      reinterpret_cast<const float*>(base + q + 2 * s),
+            reinterpret_cast<const float*>(base + q + 3 * s),  reinterpret_cast<const int8_t*>(base + q + 4 * s),
+            reinterpret_cast<const uint8_t*>(base + q + 4 * s + round64(n))};
   }
   // Q4_0's offset of 8 comes off while unpacking (its weights are signed 16-bit integers here).
   static int32_t zero_point(Type) { return 0; }
@@ -131,11 +134,14 @@ struct Format {
   }
 };
 
-// The rows path (gemm_rows.h) for 4-bit weights: VPDPBUSD multiplies bytes, so the 16-bit values
-// go in two: the nibbles times the high bytes (signed), shifted up 8 bits, plus the low bytes
-// (unsigned) times the nibbles. Two byte products per 4 weights instead of one 16-bit product per
-// 2, with no widening of the weights.
+// The rows path (gemm_rows.h): VPDPBUSD multiplies bytes, so the 16-bit values go in two: the
+// weights times the high bytes (signed), shifted up 8 bits, plus the low bytes (unsigned) times
+// the weights. Two byte products per 4 weights instead of one 16-bit product per 2, with no
+// widening of the weights. VPDPBUSD takes one unsigned side: 4-bit weights are unsigned; Q8_0's
+// signed bytes meet the signed high bytes as w + 128 (the sign bit flipped), and the extra
+// 128 * hi comes off through hi_offset.
 struct RowsFormat {
+  static constexpr bool kTakesQ8_0 = true;
   struct Column {
     gemm_rows::BlockScales scales;
     const int8_t* hi;
@@ -143,12 +149,23 @@ struct RowsFormat {
   };
   static Column view(const void* p, int64_t n) {
     const ggl::Column c = Format::view(p, n);
-    return {{c.scale, c.offset, c.sum}, c.hi, c.lo};
+    return {{c.scale, c.offset, c.sum, c.hi_offset}, c.hi, c.lo};
+  }
+  static __m256i halves(const Column& c, int64_t b, __m256i* lo) {
+    *lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c.lo + b * kBlock));
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c.hi + b * kBlock));
   }
   static __m256i sums(__m256i w, const Column& c, int64_t b) {
-    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c.hi + b * kBlock));
-    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c.lo + b * kBlock));
+    __m256i lo;
+    const __m256i hi = halves(c, b, &lo);
     return _mm256_dpbusd_epi32(_mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), w, hi), 8), lo, w);
+  }
+  static __m256i signed_sums(__m256i w, const Column& c, int64_t b) {
+    __m256i lo;
+    const __m256i hi = halves(c, b, &lo);
+    const __m256i w_unsigned = _mm256_xor_si256(w, _mm256_set1_epi8(static_cast<char>(0x80)));
+    return _mm256_dpbusd_epi32(_mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), w_unsigned, hi), 8),
+                               lo, w);
   }
 };
 
@@ -158,7 +175,6 @@ bool supports(Type t, int64_t n) {
   return int_gemm_enabled() && (t == Type::Q4_0 || t == Type::Q4_1 || t == Type::Q8_0) && n > 0 && n % kBlock == 0;
 }
 
-bool supports_rows(Type t, int64_t n) { return t != Type::Q8_0 && supports(t, n); }
 
 void quantize_column(const float* x, int64_t n, void* column) {
   auto* base = static_cast<uint8_t*>(column);
@@ -167,8 +183,9 @@ void quantize_column(const float* x, int64_t n, void* column) {
   auto* scale = reinterpret_cast<float*>(base + q_bytes);
   auto* sum = reinterpret_cast<float*>(base + q_bytes + s_bytes);
   auto* offset = reinterpret_cast<float*>(base + q_bytes + 2 * s_bytes);
-  auto* hi = reinterpret_cast<int8_t*>(base + q_bytes + 3 * s_bytes);
-  auto* lo = reinterpret_cast<uint8_t*>(base + q_bytes + 3 * s_bytes + round64(n));
+  auto* hi_offset = reinterpret_cast<float*>(base + q_bytes + 3 * s_bytes);
+  auto* hi = reinterpret_cast<int8_t*>(base + q_bytes + 4 * s_bytes);
+  auto* lo = reinterpret_cast<uint8_t*>(base + q_bytes + 4 * s_bytes + round64(n));
   for (int64_t b = 0; b < n / kBlock; ++b) {
     const gemm_panel::QuantizedBlock block = gemm_panel::quantize_block(x + b * kBlock, 32767.0f);
     scale[b] = block.scale;
@@ -177,10 +194,13 @@ void quantize_column(const float* x, int64_t n, void* column) {
     int16_t* qb = q + b * kBlock;
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(qb), _mm512_cvtsepi32_epi16(block.lo));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(qb + kLanes), _mm512_cvtsepi32_epi16(block.hi));
+    int32_t hi_sum = 0;
     for (int64_t i = 0; i < kBlock; ++i) {
       hi[b * kBlock + i] = static_cast<int8_t>(qb[i] >> 8);
       lo[b * kBlock + i] = static_cast<uint8_t>(qb[i] & 0xFF);
+      hi_sum += hi[b * kBlock + i];
     }
+    hi_offset[b] = block.scale * 4096.0f * static_cast<float>(hi_sum);
   }
 }
 
@@ -191,7 +211,7 @@ void quantize_column(const float* x, int64_t n, void* column) {
 #if GGL_INT_GEMM
 const IntGemm kInt16Gemm{"int16",        32767,       supports, column_bytes, quantize_column, panel_bytes,
                          gemm_panel::pack_panel<Format>, gemm_panel::multiply_panel<Format>,
-                         supports_rows,  gemm_rows::multiply_rows<RowsFormat>};
+                         supports,       gemm_rows::multiply_rows<RowsFormat>};
 #else  // no AVX-512 VNNI: callers take the float32 path
 const IntGemm kInt16Gemm{"int16", 32767, [](Type, int64_t) { return false; }, nullptr, nullptr, nullptr,
                          nullptr, nullptr, nullptr, nullptr};

@@ -108,13 +108,14 @@ void quantize_column(const float* x, int64_t n, void* column) {
 
 // The rows path (gemm_rows.h): a block's 32 nibbles times its 32 activation bytes, 8 lane sums.
 struct RowsFormat {
+  static constexpr bool kTakesQ8_0 = false;
   struct Column {
     gemm_rows::BlockScales scales;
     const int8_t* q;
   };
   static Column view(const void* p, int64_t n) {
     const ggl::Column c = Format::view(p, n);
-    return {{c.scale, c.offset, c.sum}, c.q};
+    return {{c.scale, c.offset, c.sum, nullptr}, c.q};
   }
   static __m256i sums(__m256i w, const Column& c, int64_t b) {
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w,

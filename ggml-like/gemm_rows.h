@@ -5,7 +5,8 @@
 // order, in one 256-bit vector; Format::sums multiplies them by the column's block into 8 lane
 // sums, and the block's scales apply to the 8 lanes at once: each lane takes an eighth of the
 // zero point (Q4_0) or of the min times the block's sum (Q4_1). The lanes are summed once per row.
-// Only 4-bit weights take this path. AVX-512 (VL, VNNI) builds only; see gemm_panel.h.
+// Q8_0's 32 signed bytes go to Format::signed_sums as they are, where a Format takes them
+// (Format::kTakesQ8_0). AVX-512 (VL, VNNI) builds only; see gemm_panel.h.
 #pragma once
 #include "ggml-like/gemm_panel.h"
 #if GGL_INT_GEMM
@@ -20,6 +21,7 @@ struct BlockScales {
   const float* scale;
   const float* offset;
   const float* sum;
+  const float* signed_offset;  // what Format::signed_sums adds, an eighth per lane (Q8_0 only)
 };
 
 // Prefetch distance along the row walk: far enough to cover the memory latency.
@@ -45,11 +47,12 @@ inline float sum_lanes(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
-// out[c] = dot(row, column c) for C columns. Blocks alternate between two sets of accumulators
-// (two independent FMA chains per column).
-template <class Format, bool kHasMin, int C>
+// out[c] = dot(row, column c) for C columns, the row of type kType (Q4_0, Q4_1 or Q8_0). Blocks
+// alternate between two sets of accumulators (two independent FMA chains per column).
+template <class Format, Type kType, int C>
 void row_times_columns(const uint8_t* row, int64_t blocks, size_t block_bytes, const typename Format::Column* cols,
                        float* out) {
+  constexpr bool kHasMin = kType == Type::Q4_1;
   constexpr size_t kQsOffset = (kHasMin ? 2 : 1) * sizeof(uint16_t);  // after d (and m)
   __m256 acc[2][C];
   for (auto& set : acc)
@@ -57,13 +60,24 @@ void row_times_columns(const uint8_t* row, int64_t blocks, size_t block_bytes, c
   auto block = [&](int64_t b, __m256* into) {
     const uint8_t* blk = row + b * block_bytes;
     __builtin_prefetch(blk + kPrefetchBytes);
-    const __m256i w = q4_nibbles(blk + kQsOffset);
     const __m256 d = broadcast_f16(blk);
+    __m256i w;
+    if constexpr (kType == Type::Q8_0)
+      w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQsOffset));
+    else
+      w = q4_nibbles(blk + kQsOffset);
     for (int c = 0; c < C; ++c) {
       const BlockScales& s = cols[c].scales;
-      const __m256 offset = kHasMin ? _mm256_setzero_ps() : _mm256_set1_ps(s.offset[b]);
-      const __m256 dot = _mm256_fmsub_ps(_mm256_cvtepi32_ps(Format::sums(w, cols[c], b)), _mm256_set1_ps(s.scale[b]),
-                                         offset);
+      __m256i sums;
+      __m256 offset;
+      if constexpr (kType == Type::Q8_0) {
+        sums = Format::signed_sums(w, cols[c], b);
+        offset = _mm256_set1_ps(s.signed_offset[b]);
+      } else {
+        sums = Format::sums(w, cols[c], b);
+        offset = kHasMin ? _mm256_setzero_ps() : _mm256_set1_ps(s.offset[b]);
+      }
+      const __m256 dot = _mm256_fmsub_ps(_mm256_cvtepi32_ps(sums), _mm256_set1_ps(s.scale[b]), offset);
       into[c] = _mm256_fmadd_ps(d, dot, into[c]);
     }
     if constexpr (kHasMin) {
@@ -99,24 +113,27 @@ void multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, in
     for (int64_t c0 = 0; c0 < n_cols; c0 += kMaxCols) {
       const int nc = static_cast<int>(std::min<int64_t>(kMaxCols, n_cols - c0));
       for (int c = 0; c < nc; ++c) cols[c] = Format::view(columns[c0 + c], n);
-      auto walk = [&]<bool kHasMin, int C>() {
+      auto walk = [&]<Type kType, int C>() {
         for (int64_t r = r0; r < r1; ++r) {
-          row_times_columns<Format, kHasMin, C>(w + r * row_stride, blocks, block_bytes, cols, out);
+          row_times_columns<Format, kType, C>(w + r * row_stride, blocks, block_bytes, cols, out);
           for (int c = 0; c < C; ++c) y[c0 + c][r] = out[c];
         }
       };
-      auto by_count = [&]<bool kHasMin>() {
+      auto by_count = [&]<Type kType>() {
         switch (nc) {
-          case 1: return walk.template operator()<kHasMin, 1>();
-          case 2: return walk.template operator()<kHasMin, 2>();
-          case 3: return walk.template operator()<kHasMin, 3>();
-          default: return walk.template operator()<kHasMin, 4>();
+          case 1: return walk.template operator()<kType, 1>();
+          case 2: return walk.template operator()<kType, 2>();
+          case 3: return walk.template operator()<kType, 3>();
+          default: return walk.template operator()<kType, 4>();
         }
       };
-      if (t == Type::Q4_1)
-        by_count.template operator()<true>();
-      else
-        by_count.template operator()<false>();
+      if (t == Type::Q4_1) {
+        by_count.template operator()<Type::Q4_1>();
+      } else if (t == Type::Q8_0) {
+        if constexpr (Format::kTakesQ8_0) by_count.template operator()<Type::Q8_0>();
+      } else {
+        by_count.template operator()<Type::Q4_0>();
+      }
     }
   }
 }

@@ -137,20 +137,18 @@ TEST(Int16Gemm, MatchesExactProductWithinActivationRounding) {
 TEST(Int8Gemm, MatchesExactProductWithinActivationRounding) { check_shapes(kInt8, {Type::Q4_0, Type::Q4_1}); }
 
 TEST(Int16Gemm, RowsPathMatchesExactProductWithinActivationRounding) {
-  check_row_shapes(kInt16, {Type::Q4_0, Type::Q4_1});
+  check_row_shapes(kInt16, {Type::Q4_0, Type::Q4_1, Type::Q8_0});
 }
 
 TEST(Int8Gemm, RowsPathMatchesExactProductWithinActivationRounding) {
   check_row_shapes(kInt8, {Type::Q4_0, Type::Q4_1});
 }
 
-TEST(IntGemm, RowsPathTakesOnlyFourBitWeights) {
+TEST(IntGemm, RowsPathTakesWhatItsGemmTakes) {
   for (const Api* api : {&kInt16, &kInt8})
-    if (api->supports(Type::Q4_0, 64)) {
-      EXPECT_TRUE(api->supports_rows(Type::Q4_0, 64));
-      EXPECT_TRUE(api->supports_rows(Type::Q4_1, 64));
-      EXPECT_FALSE(api->supports_rows(Type::Q8_0, 64));
-    }
+    if (api->supports(Type::Q4_0, 64))
+      for (Type t : {Type::Q4_0, Type::Q4_1, Type::Q8_0, Type::F16})
+        EXPECT_EQ(api->supports_rows(t, 64), api->supports(t, 64)) << api->name << " " << ggl::type_name(t);
 }
 
 TEST(Int8Gemm, TakesOnlyFourBitWeights) {
