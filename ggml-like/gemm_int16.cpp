@@ -211,10 +211,9 @@ void quantize_column(const float* x, int64_t n, void* column) {
 #if GGL_INT_GEMM
 const IntGemm kInt16Gemm{"int16",        32767,       supports, column_bytes, quantize_column, panel_bytes,
                          gemm_panel::pack_panel<Format>, gemm_panel::multiply_panel<Format>,
-                         supports,       gemm_rows::multiply_rows<RowsFormat>};
-#else  // no AVX-512 VNNI: callers take the float32 path
-const IntGemm kInt16Gemm{"int16", 32767, [](Type, int64_t) { return false; }, nullptr, nullptr, nullptr,
-                         nullptr, nullptr, nullptr, nullptr};
+                         gemm_rows::multiply_rows<RowsFormat>};
+#else  // no AVX-512 VNNI
+const IntGemm kInt16Gemm = unavailable_int_gemm("int16", 32767);
 #endif
 
 }  // namespace ggl

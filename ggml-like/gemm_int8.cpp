@@ -130,10 +130,9 @@ struct RowsFormat {
 #if GGL_INT_GEMM
 const IntGemm kInt8Gemm{"int8",         127,         supports, column_bytes, quantize_column, panel_bytes,
                         gemm_panel::pack_panel<Format>, gemm_panel::multiply_panel<Format>,
-                        supports,       gemm_rows::multiply_rows<RowsFormat>};
-#else  // no AVX-512 VNNI: callers take another path
-const IntGemm kInt8Gemm{"int8", 127, [](Type, int64_t) { return false; }, nullptr, nullptr, nullptr,
-                        nullptr, nullptr, nullptr, nullptr};
+                        gemm_rows::multiply_rows<RowsFormat>};
+#else  // no AVX-512 VNNI
+const IntGemm kInt8Gemm = unavailable_int_gemm("int8", 127);
 #endif
 
 }  // namespace ggl

@@ -12,7 +12,7 @@
 // that the 16 lanes of a vector hold 16 rows: one instruction adds 2 or 4 products into 16 row
 // sums, the block scales apply to whole vectors once per block, and nothing is summed
 // horizontally. A panel is unpacked once and reused by every activation column (gemm_panel.h).
-// A few columns (decode) with 4-bit weights go straight through the rows (gemm_rows.h).
+// A few columns (decode) go straight through the weight rows (gemm_rows.h).
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -43,11 +43,16 @@ struct IntGemm {
                          float* const* y, int64_t n_cols);
   // For a few columns (a decode step), where unpacking panels would cost more than it saves: the
   // same products read straight from `rows` weight rows, y[c][r] for r < rows, c < n_cols
-  // (gemm_rows.h). Only where supports_rows(t, n).
-  bool (*supports_rows)(Type t, int64_t n);
+  // (gemm_rows.h).
   void (*multiply_rows)(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n,
                         const void* const* columns, float* const* y, int64_t n_cols);
 };
+
+// What a build without AVX-512 VNNI has for a path: it supports nothing, so callers take the
+// float32 path and never call the other members.
+constexpr IntGemm unavailable_int_gemm(const char* name, int levels) {
+  return {name, levels, [](Type, int64_t) { return false; }, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+}
 
 extern const IntGemm kInt16Gemm;
 extern const IntGemm kInt8Gemm;

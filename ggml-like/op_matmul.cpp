@@ -26,39 +26,22 @@ constexpr int64_t kIntGemmMinCols = 8;
 
 namespace {
 
-// Which integer GEMM a product of `cols` columns takes, if any, and whether through panels (many
-// columns) or straight from the weight rows (a few: a decode step). Panels: 16-bit activations
-// (close to float32), except in the routed experts of a MoE with 4-bit weights, which take 8-bit
-// activations: twice the multiply-add rate where most of a prefill's work is. Rows: 8-bit
-// activations times 4-bit weights, where decoding 4-bit weights to float would cost more than
-// reading them. Both 8-bit uses were measured to keep the quantized fixtures as close to the exact
-// result as the reference engine's own 8-bit matmuls (README, "CPU speed").
-struct IntPath {
-  const IntGemm* gemm = nullptr;
-  bool panels = false;
-};
-
-bool takes_rows(const IntGemm& gemm, const Tensor& w) {
-  return gemm.supports(w.type, w.ne[0]) && gemm.supports_rows(w.type, w.ne[0]);
+// Which integer GEMM a product takes, if any: 16-bit activations (close to float32), except in
+// the routed experts of a MoE with 4-bit weights, which take 8-bit activations: twice the
+// multiply-add rate where most of the work is, measured to keep the quantized fixtures as close
+// to the exact result as the reference engine's own 8-bit matmuls (README, "CPU speed"). Many
+// columns go through the GEMM's panels, a few (a decode step) straight through the weight rows.
+const IntGemm* int_gemm_for(const Tensor& w, const Tensor& x, bool routed_experts) {
+  if (x.type != Type::F32 || x.nb[0] != sizeof(float)) return nullptr;
+  if (routed_experts && kInt8Gemm.supports(w.type, w.ne[0])) return &kInt8Gemm;
+  return kInt16Gemm.supports(w.type, w.ne[0]) ? &kInt16Gemm : nullptr;
 }
 
-IntPath int_path_for(const Tensor& w, const Tensor& x, int64_t cols, bool routed_experts) {
-  if (x.type != Type::F32 || x.nb[0] != sizeof(float)) return {};
-  if (cols < kIntGemmMinCols) {
-    if (routed_experts && takes_rows(kInt8Gemm, w)) return {&kInt8Gemm, false};
-    if (takes_rows(kInt16Gemm, w)) return {&kInt16Gemm, false};
-    return {};
-  }
-  if (routed_experts && kInt8Gemm.supports(w.type, w.ne[0])) return {&kInt8Gemm, true};
-  if (kInt16Gemm.supports(w.type, w.ne[0])) return {&kInt16Gemm, true};
-  return {};
-}
+bool takes_panels(int64_t cols) { return cols >= kIntGemmMinCols; }
 
 // The integer path of a product: the team quantizes the activation columns into the shared work
 // area, then each thread multiplies its own weight panels or rows by every column.
-IntPath int_path_for_mul_mat(const Tensor& dst) {
-  return int_path_for(*dst.src[0], *dst.src[1], dst.src[1]->ne[1], false);
-}
+const IntGemm* int_gemm_for_mul_mat(const Tensor& dst) { return int_gemm_for(*dst.src[0], *dst.src[1], false); }
 
 int64_t column_count(const Tensor& x) { return x.ne[1] * x.ne[2] * x.ne[3]; }
 
@@ -98,20 +81,19 @@ void multiply_columns(const IntGemm& gemm, Type t, const uint8_t* w, size_t row_
 }  // namespace
 
 size_t cpu_mul_mat_work(const Tensor& dst, int n_threads) {
-  const IntPath path = int_path_for_mul_mat(dst);
-  if (!path.gemm) return 0;
+  const IntGemm* gemm = int_gemm_for_mul_mat(dst);
+  if (!gemm) return 0;
   const int64_t K = dst.src[0]->ne[0];
-  return quantized_columns_bytes(*path.gemm, K, column_count(*dst.src[1])) +
-         (path.panels ? scratch_size(path.gemm->panel_bytes(K)) * n_threads : 0);
+  return quantized_columns_bytes(*gemm, K, column_count(*dst.src[1])) +
+         (takes_panels(dst.src[1]->ne[1]) ? scratch_size(gemm->panel_bytes(K)) * n_threads : 0);
 }
 
 void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
   const Tensor& w = *dst.src[0];
   const Tensor& x = *dst.src[1];
   const int64_t K = w.ne[0], N = w.ne[1], M = x.ne[1];
-  const IntPath path = int_path_for_mul_mat(dst);
   // Every activation column of every batch quantized once; column (c, batch xb) at xb * M + c.
-  const IntGemm* gemm = path.gemm;
+  const IntGemm* gemm = int_gemm_for_mul_mat(dst);
   uint8_t* columns = th.work;
   const size_t cb = gemm ? gemm->column_bytes(K) : 0;
   if (gemm)
@@ -122,7 +104,7 @@ void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
     const int64_t b2 = b % dst.ne[2], b3 = b / dst.ne[2];
     return b2 / (dst.ne[2] / x.ne[2]) + x.ne[2] * (b3 / (dst.ne[3] / x.ne[3]));
   };
-  if (path.panels) {
+  if (gemm && takes_panels(M)) {
     // (batch, panel) items per thread.
     uint8_t* panel =
         th.scratch<uint8_t>(scratch_size(gemm->panel_bytes(K)), quantized_columns_bytes(*gemm, K, column_count(x)));
@@ -216,16 +198,15 @@ void cpu_mul_mat_t(const Tensor& dst, const CpuThread& th) {
 // mul_mat_id: every thread takes the same share of output rows of every expert in use and walks
 // the (slot, token) pairs routed to that expert. An expert with enough pairs runs the integer GEMM
 // over its weight panels (activation columns quantized once, up front, for all experts); one with
-// few runs the integer rows path over its rows where the weights take it, else the float path in
-// tiles, gathering the pairs' activation columns so each weight row is decoded once per tile.
+// few runs the integer rows path over its rows where the weights are block-quantized, else the
+// float path in tiles, gathering the pairs' activation columns so each weight row is decoded once per tile.
 namespace {
 constexpr int64_t kIdTile = 8;
 
 struct IdLayout {
-  const IntGemm* gemm = nullptr;  // for experts with many pairs, through panels
-  const IntGemm* rows = nullptr;  // for experts with few, straight from the weight rows
-  const IntGemm* quantizer = nullptr;  // whichever of the two is set (they share a column format)
-  size_t shared = 0;  // quantized activation columns (integer path)
+  const IntGemm* gemm = nullptr;  // panels for experts with many pairs, rows for the others
+  bool panels = false;            // whether any expert can have enough pairs for panels
+  size_t shared = 0;              // quantized activation columns (integer path)
   size_t counts, pairs, xtile, ytile, panel, per_thread;
 };
 
@@ -235,18 +216,15 @@ IdLayout id_layout(const Tensor& dst) {
   const Tensor& ids = *dst.src[2];
   const int64_t K = w.ne[0], E = w.ne[2], P = ids.ne[0] * ids.ne[1];
   IdLayout l{};
-  const IntPath panels = int_path_for(w, x, std::max(P, kIntGemmMinCols), true);
-  const IntPath rows = int_path_for(w, x, 1, true);
-  if (P >= kIntGemmMinCols) l.gemm = panels.gemm;
-  if (!l.gemm || l.gemm == rows.gemm) l.rows = rows.gemm;
-  l.quantizer = l.gemm ? l.gemm : l.rows;
-  if (l.quantizer) l.shared = quantized_columns_bytes(*l.quantizer, K, x.ne[1] * x.ne[2]);
+  l.gemm = int_gemm_for(w, x, true);
+  l.panels = l.gemm && takes_panels(P);
+  if (l.gemm) l.shared = quantized_columns_bytes(*l.gemm, K, x.ne[1] * x.ne[2]);
   l.counts = 0;
   l.pairs = scratch_size((2 * E + 1) * sizeof(int32_t));  // starts, then fill cursors
   l.xtile = l.pairs + scratch_size(P * sizeof(int32_t));
   l.ytile = l.xtile + scratch_size(kIdTile * K * sizeof(float));
   l.panel = l.ytile + scratch_size(kIdTile * w.ne[1] * sizeof(float));
-  l.per_thread = l.panel + (l.gemm ? scratch_size(l.gemm->panel_bytes(K)) : 0);
+  l.per_thread = l.panel + (l.panels ? scratch_size(l.gemm->panel_bytes(K)) : 0);
   return l;
 }
 }  // namespace
@@ -264,8 +242,7 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
   const int64_t k_used = ids.ne[0], T = ids.ne[1], S = x.ne[1];
   const IdLayout l = id_layout(dst);
   uint8_t* columns = th.work;  // column (slot s, token t) at s + S * t
-  if (l.quantizer)
-    quantize_columns(*l.quantizer, K, S * T, [&](int64_t c) { return x.f32_row(c % S, c / S); }, columns, th);
+  if (l.gemm) quantize_columns(*l.gemm, K, S * T, [&](int64_t c) { return x.f32_row(c % S, c / S); }, columns, th);
   uint8_t* mine = th.work + l.shared + static_cast<size_t>(th.ith) * l.per_thread;
   auto* start = reinterpret_cast<int32_t*>(mine + l.counts);  // start[e] .. start[e+1]: pairs of expert e
   auto* pairs = reinterpret_cast<int32_t*>(mine + l.pairs);   // pair = slot + k_used * token
@@ -289,14 +266,14 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
     }
 
   const size_t rb = row_bytes(w.type, K);
-  if (l.gemm) {
+  if (l.panels) {
     // Whole panels per thread; each routed expert's panels are unpacked once for all its pairs.
     const size_t cb = l.gemm->column_bytes(K);
     const int64_t panels = (N + kIntGemmPanelRows - 1) / kIntGemmPanelRows;
     auto [p0, p1] = split_range(panels, th.ith, th.nth);
     for (int64_t e = 0; e < E; ++e) {
       const int64_t count = start[e + 1] - start[e];
-      if (count < kIntGemmMinCols) continue;  // done on the float path below
+      if (!takes_panels(count)) continue;  // done on the rows path below
       const int32_t* ep = pairs + start[e];
       for (int64_t p = p0; p < p1; ++p) {
         const int64_t n0 = p * kIntGemmPanelRows, rows = std::min(kIntGemmPanelRows, N - n0);
@@ -312,10 +289,10 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
   if (n0 >= n1) return;
   const int64_t rows = n1 - n0;
   for (int64_t e = 0; e < E; ++e) {
-    if (l.gemm && start[e + 1] - start[e] >= kIntGemmMinCols) continue;  // done above
+    if (l.panels && takes_panels(start[e + 1] - start[e])) continue;  // done above
     const uint8_t* we = w.bytes() + e * w.nb[2] + n0 * rb;
-    if (l.rows) {
-      const size_t cb = l.rows->column_bytes(K);
+    if (l.gemm) {
+      const size_t cb = l.gemm->column_bytes(K);
       for (int64_t p0 = start[e]; p0 < start[e + 1]; p0 += kIdTile) {
         const int64_t cols = std::min<int64_t>(kIdTile, start[e + 1] - p0);
         const void* xs[kIdTile];
@@ -325,7 +302,7 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
           xs[c] = columns + (slot % S + S * t) * cb;
           ys[c] = dst.f32_row(slot, t) + n0;
         }
-        l.rows->multiply_rows(w.type, we, rb, rows, K, xs, ys, cols);
+        l.gemm->multiply_rows(w.type, we, rb, rows, K, xs, ys, cols);
       }
       continue;
     }

@@ -144,13 +144,6 @@ TEST(Int8Gemm, RowsPathMatchesExactProductWithinActivationRounding) {
   check_row_shapes(kInt8, {Type::Q4_0, Type::Q4_1});
 }
 
-TEST(IntGemm, RowsPathTakesWhatItsGemmTakes) {
-  for (const Api* api : {&kInt16, &kInt8})
-    if (api->supports(Type::Q4_0, 64))
-      for (Type t : {Type::Q4_0, Type::Q4_1, Type::Q8_0, Type::F16})
-        EXPECT_EQ(api->supports_rows(t, 64), api->supports(t, 64)) << api->name << " " << ggl::type_name(t);
-}
-
 TEST(Int8Gemm, TakesOnlyFourBitWeights) {
   EXPECT_FALSE(kInt8.supports(Type::Q8_0, 64));
   EXPECT_FALSE(kInt8.supports(Type::F16, 64));
