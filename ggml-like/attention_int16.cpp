@@ -174,14 +174,10 @@ void pass(const Tensor& dst, const Dims& d, const Layout& l, const uint8_t* work
     j_end = std::max(j_end, visible);
   }
   for (int64_t i = tn; i < kWidth; ++i) limit[i] = static_cast<float>(j_end);  // unused lanes see all
-  Vec visible[kVecs], m[kVecs], lsum[kVecs];
-  bool masked = false;
-  for (int u = 0; u < kVecs; ++u) {
-    visible[u] = Vec::load_aligned(limit + u * kLanes);
-    masked = masked || xsimd::any(visible[u] < Vec(static_cast<float>(j_end)));
-    m[u] = Vec(-INFINITY);
-    lsum[u] = Vec(0.0f);
-  }
+  attention_wide::PassLanes<kVecs> lanes(limit, j_end);
+  Vec* m = lanes.m;
+  Vec* lsum = lanes.l;
+  const bool masked = lanes.masked;
   std::fill(acc, acc + d.Dv * kWidth, 0.0f);
 
   for (int64_t jb = 0; jb < j_end; jb += kBlock) {
@@ -237,9 +233,7 @@ void pass(const Tensor& dst, const Dims& d, const Layout& l, const uint8_t* work
         for (int r = 0; r < kKeyGroup; ++r)
           for (int u = 0; u < kVecs; ++u) {
             float* out = srow + r * kWidth + u * kLanes;
-            const Vec score = xsimd::select(Vec(static_cast<float>(jb + j + r)) < visible[u], Vec::load_aligned(out),
-                                            Vec(-INFINITY));
-            score.store_aligned(out);
+            lanes.mask(Vec::load_aligned(out), jb + j + r, u).store_aligned(out);
           }
     }
     Vec c[kVecs];

@@ -23,6 +23,28 @@ inline void in_register(Vec& v) {
   v = r;
 }
 
+// The lanes' state at the start of a pass: lane i sees keys below limit[i] (the pass walks keys
+// below j_end), the running max starts at -inf and the running sum at 0. masked: whether some lane
+// sees fewer keys than the pass walks, so that scores need masking.
+template <int NV>
+struct PassLanes {
+  Vec visible[NV], m[NV], l[NV];
+  bool masked = false;
+
+  PassLanes(const float* limit, int64_t j_end) {
+    for (int u = 0; u < NV; ++u) {
+      visible[u] = Vec::load_aligned(limit + u * kLanes);
+      masked = masked || xsimd::any(visible[u] < Vec(static_cast<float>(j_end)));
+      m[u] = Vec(-INFINITY);
+      l[u] = Vec(0.0f);
+    }
+  }
+  // The score of `key` for the lanes of vector u: -inf where they do not see it.
+  Vec mask(Vec score, int64_t key, int u) const {
+    return xsimd::select(Vec(static_cast<float>(key)) < visible[u], score, Vec(-INFINITY));
+  }
+};
+
 // Online-softmax update for a block of nk keys whose scores sit in sc ([nk][W] floats, W = NV * 16
 // lanes, masked keys -inf): the scores become exp(score - new max), l[u] adds them, and c[u]
 // (returned) is the factor the lanes' earlier sums must be scaled by. A lane whose keys are all

@@ -181,16 +181,12 @@ void attend_wide(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& lan
     for (int64_t i = 0; i < d.Dk; ++i) qt[i * W + g] = qr ? qr[i] * scale : 0.0f;
     limit[g] = static_cast<float>(g < lanes.n ? std::min(lanes.visible[g], j1) : j1);
   }
-  Vec visible[NV], m[NV], l[NV];
   int64_t j_end = j0;  // keys past every lane's limit are skipped
   for (int64_t g = 0; g < W; ++g) j_end = std::max(j_end, static_cast<int64_t>(limit[g]));
-  bool masked = false;
-  for (int u = 0; u < NV; ++u) {
-    visible[u] = Vec::load_aligned(limit + u * kHeadLanes);
-    masked = masked || xsimd::any(visible[u] < Vec(static_cast<float>(j_end)));
-    m[u] = Vec(-INFINITY);
-    l[u] = Vec(0.0f);
-  }
+  attention_wide::PassLanes<NV> pass(limit, j_end);
+  Vec* m = pass.m;
+  Vec* l = pass.l;
+  const bool masked = pass.masked;
   std::fill(acc, acc + W * d.Dv, 0.0f);
 
   // Keys per score group: 8 independent accumulators per lane vector.
@@ -239,7 +235,7 @@ void attend_wide(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& lan
       for (int r = 0; r < kGroup; ++r)
         for (int u = 0; u < NV; ++u) {
           Vec score = a[r][u];
-          if (masked) score = xsimd::select(Vec(static_cast<float>(jb + j + r)) < visible[u], score, Vec(-INFINITY));
+          if (masked) score = pass.mask(score, jb + j + r, u);
           score.store_aligned(sc + (j + r) * W + u * kHeadLanes);
         }
     }
