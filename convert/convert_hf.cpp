@@ -5,8 +5,8 @@
 
 #include "convert/progress.h"
 #include "convert/tensor_types.h"
-#include "ggml-like/gguf.h"
-#include "ggml-like/quant.h"
+#include "ggml-like/gguf/gguf.h"
+#include "ggml-like/quant/quant.h"
 
 namespace latte::convert {
 

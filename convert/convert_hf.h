@@ -10,7 +10,7 @@
 
 #include "convert/hf_tokenizer.h"
 #include "convert/model_plan.h"
-#include "ggml-like/types.h"
+#include "ggml-like/core/types.h"
 
 namespace latte::convert {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "convert/json_file.h"
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 
 namespace latte::convert {
 

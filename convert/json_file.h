@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 
 namespace latte::convert {
 

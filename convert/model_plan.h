@@ -7,7 +7,7 @@
 #include "convert/json_file.h"
 #include "convert/safetensors.h"
 #include "convert/tensor_plan.h"
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 
 namespace latte::convert {
 

@@ -6,8 +6,8 @@
 #include "convert/page_release.h"
 #include "convert/progress.h"
 #include "convert/tensor_types.h"
-#include "ggml-like/gguf.h"
-#include "ggml-like/quant.h"
+#include "ggml-like/gguf/gguf.h"
+#include "ggml-like/quant/quant.h"
 
 namespace latte::convert {
 namespace {

@@ -1,13 +1,13 @@
 // `latte quantize`: re-encodes the weights of a GGUF file in another type, keeping its metadata
 // (general.file_type updated) and tensor order. Tensor rules are those of `latte convert`
-// (tensor_types.h); the quantizer is the reference one (ggml-like/quant.h), so quantizing an F32
+// (tensor_types.h); the quantizer is the reference one (ggml-like/quant/quant.h), so quantizing an F32
 // file reproduces other tools' reference-quantized files byte for byte.
 #pragma once
 #include <optional>
 #include <string>
 
 #include "convert/convert_hf.h"
-#include "ggml-like/types.h"
+#include "ggml-like/core/types.h"
 
 namespace latte::convert {
 

@@ -16,7 +16,7 @@
 #include <set>
 
 #include "convert/page_release.h"
-#include "ggml-like/fp16.h"
+#include "ggml-like/core/fp16.h"
 
 namespace latte::convert {
 namespace {

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 
 namespace latte::convert {
 

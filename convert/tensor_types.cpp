@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "ggml-like/error.h"
-#include "ggml-like/quant.h"
+#include "ggml-like/core/error.h"
+#include "ggml-like/quant/quant.h"
 
 namespace latte::convert {
 namespace {

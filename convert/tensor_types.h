@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ggml-like/types.h"
+#include "ggml-like/core/types.h"
 
 namespace latte::convert {
 

@@ -4,7 +4,7 @@
 #include <type_traits>
 #include <variant>
 
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 
 namespace latte::testing {
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 #include "src/bench/bench_report.h"
 #include "tests/test_support.h"
 

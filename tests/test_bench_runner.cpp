@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "ggml-like/cpu_backend.h"
-#include "ggml-like/error.h"
+#include "ggml-like/cpu/cpu_backend.h"
+#include "ggml-like/core/error.h"
 #include "src/bench/bench_report.h"
 #include "src/bench/bench_runner.h"
 #include "tests/test_support.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 #include "src/bench/weight_traffic.h"
 #include "src/model/model.h"
 #include "tests/test_support.h"

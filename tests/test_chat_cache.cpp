@@ -15,8 +15,8 @@
 #include <variant>
 #include <vector>
 
-#include "ggml-like/error.h"
-#include "ggml-like/gguf.h"
+#include "ggml-like/core/error.h"
+#include "ggml-like/gguf/gguf.h"
 #include "src/cli/default_model.h"
 #include "src/model/cache_io.h"
 #include "src/model/cache_shift.h"

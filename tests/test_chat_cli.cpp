@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 #include "src/cli/default_model.h"
 #include "src/model/cache_io.h"
 #include "src/model/kv_cache.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 #include "src/chat/chat_persistence.h"
 #include "src/chat/chat_session.h"
 #include "src/cli/default_model.h"

@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
-#include "ggml-like/error.h"
-#include "ggml-like/gguf.h"
+#include "ggml-like/core/error.h"
+#include "ggml-like/gguf/gguf.h"
 #include "src/chat/chat_template.h"
 #include "src/chat/conversation.h"
 #include "src/chat/thinking_filter.h"

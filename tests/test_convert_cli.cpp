@@ -7,8 +7,8 @@
 #include <fstream>
 #include <set>
 
-#include "ggml-like/gguf.h"
-#include "ggml-like/quant.h"
+#include "ggml-like/gguf/gguf.h"
+#include "ggml-like/quant/quant.h"
 #include "src/model/model.h"
 #include "src/model/session.h"
 #include "src/tokenizer/tokenizer.h"

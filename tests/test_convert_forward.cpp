@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "convert/convert_hf.h"
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 #include "src/model/model.h"
 #include "src/model/session.h"
 #include "tests/logit_metrics.h"

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "ggml-like/fp16.h"
-#include "ggml-like/gguf.h"
+#include "ggml-like/core/fp16.h"
+#include "ggml-like/gguf/gguf.h"
 #include "tests/test_tokenizer_util.h"
 
 namespace latte::convert_test {

@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "ggml-like/cpu_backend.h"
-#include "ggml-like/graph.h"
+#include "ggml-like/cpu/cpu_backend.h"
+#include "ggml-like/graph/graph.h"
 
 namespace {
 

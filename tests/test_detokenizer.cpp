@@ -6,7 +6,7 @@
 #include <memory>
 #include <random>
 
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 #include "src/tokenizer/stream_decoder.h"
 #include "src/tokenizer/tokenizer.h"
 #include "test_support.h"

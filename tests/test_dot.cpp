@@ -7,9 +7,9 @@
 #include <random>
 #include <vector>
 
-#include "ggml-like/dot.h"
-#include "ggml-like/error.h"
-#include "ggml-like/quant.h"
+#include "ggml-like/cpu/dot.h"
+#include "ggml-like/core/error.h"
+#include "ggml-like/quant/quant.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 #include "src/model/session.h"
 #include "tests/logit_metrics.h"
 #include "tests/test_support.h"

@@ -11,9 +11,9 @@
 
 #include <unistd.h>
 
-#include "ggml-like/error.h"
-#include "ggml-like/int_gemm.h"
-#include "ggml-like/gguf.h"
+#include "ggml-like/core/error.h"
+#include "ggml-like/cpu/int_gemm.h"
+#include "ggml-like/gguf/gguf.h"
 #include "src/model/cache_footprint.h"
 #include "src/model/session.h"
 #include "tests/logit_metrics.h"

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "ggml-like/fp16.h"
+#include "ggml-like/core/fp16.h"
 
 #if defined(__F16C__)
 #include <immintrin.h>

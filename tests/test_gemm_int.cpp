@@ -10,9 +10,9 @@
 #include <random>
 #include <vector>
 
-#include "ggml-like/fp16.h"
-#include "ggml-like/int_gemm.h"
-#include "ggml-like/quant.h"
+#include "ggml-like/core/fp16.h"
+#include "ggml-like/cpu/int_gemm.h"
+#include "ggml-like/quant/quant.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 #include "tests/test_support.h"
 
 namespace {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 #include "tests/gguf_test_util.h"
 #include "tests/test_support.h"
 

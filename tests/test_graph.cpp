@@ -9,13 +9,13 @@
 #include <random>
 #include <vector>
 
-#include "ggml-like/attention_int16.h"
-#include "ggml-like/cpu_backend.h"
-#include "ggml-like/fp16.h"
-#include "ggml-like/graph.h"
-#include "ggml-like/graph_plan.h"
-#include "ggml-like/int_gemm.h"
-#include "ggml-like/quant.h"
+#include "ggml-like/cpu/attention_int16.h"
+#include "ggml-like/cpu/cpu_backend.h"
+#include "ggml-like/core/fp16.h"
+#include "ggml-like/graph/graph.h"
+#include "ggml-like/graph/graph_plan.h"
+#include "ggml-like/cpu/int_gemm.h"
+#include "ggml-like/quant/quant.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 
 #include <fstream>
 
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 #include "tests/test_support.h"
 
 namespace {

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "ggml-like/error.h"
-#include "ggml-like/fp16.h"
-#include "ggml-like/gguf.h"
-#include "ggml-like/quant.h"
+#include "ggml-like/core/error.h"
+#include "ggml-like/core/fp16.h"
+#include "ggml-like/gguf/gguf.h"
+#include "ggml-like/quant/quant.h"
 #include "tests/test_support.h"
 
 namespace {

@@ -4,8 +4,8 @@
 
 #include <fstream>
 
-#include "ggml-like/gguf.h"
-#include "ggml-like/quant.h"
+#include "ggml-like/gguf/gguf.h"
+#include "ggml-like/quant/quant.h"
 #include "tests/test_convert_support.h"
 #include "tests/test_support.h"
 

@@ -7,7 +7,7 @@
 #include <numeric>
 #include <random>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 #include "src/sampling/sampler.h"
 #include "src/sampling/sampling_flags.h"
 

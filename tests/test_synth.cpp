@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "ggml-like/error.h"
-#include "ggml-like/gguf.h"
+#include "ggml-like/core/error.h"
+#include "ggml-like/gguf/gguf.h"
 #include "src/model/model.h"
 #include "src/model/session.h"
 #include "src/synth/geometry.h"

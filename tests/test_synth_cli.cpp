@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 #include "src/model/model.h"
 #include "tests/test_support.h"
 

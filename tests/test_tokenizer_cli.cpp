@@ -5,7 +5,7 @@
 
 #include <fstream>
 
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 #include "src/tokenizer/tokenizer.h"
 #include "tests/test_support.h"
 

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 #include "src/tokenizer/utf8.h"
 
 namespace latte::testing {

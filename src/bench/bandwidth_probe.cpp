@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 
 namespace latte::bench {
 namespace {

@@ -8,8 +8,8 @@
 #include <numeric>
 #include <random>
 
-#include "ggml-like/cpu_backend.h"
-#include "ggml-like/error.h"
+#include "ggml-like/cpu/cpu_backend.h"
+#include "ggml-like/core/error.h"
 
 namespace latte::bench {
 namespace {

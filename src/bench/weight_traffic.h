@@ -9,7 +9,7 @@
 #pragma once
 #include <cstdint>
 
-#include "ggml-like/types.h"
+#include "ggml-like/core/types.h"
 #include "src/model/model.h"
 
 namespace latte::bench {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 #include "src/chat/chat_persistence.h"
 
 namespace latte {

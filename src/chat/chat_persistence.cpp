@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 #include "src/model/cache_io.h"
 
 namespace latte {

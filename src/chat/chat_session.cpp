@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 #include "src/model/cache_shift.h"
 
 namespace latte {

@@ -2,7 +2,7 @@
 
 #include <iterator>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 
 namespace latte {
 namespace {

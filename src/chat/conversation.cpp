@@ -1,6 +1,6 @@
 #include "src/chat/conversation.h"
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 
 namespace latte {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 #include "src/chat/chat_commands.h"
 #include "src/chat/line_reader.h"
 #include "src/chat/thinking_filter.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 #include "src/bench/bandwidth_probe.h"
 #include "src/bench/bench_report.h"
 #include "src/bench/bench_runner.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 #include "src/chat/chat_session.h"
 #include "src/chat/repl.h"
 #include "src/cli/commands.h"

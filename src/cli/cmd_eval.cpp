@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 #include "src/cli/commands.h"
 #include "src/cli/parse_flags.h"
 #include "src/cli/session_flags.h"

@@ -5,7 +5,7 @@
 
 #include <map>
 
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 #include "src/cli/commands.h"
 #include "src/cli/parse_flags.h"
 #include "src/model/cache_footprint.h"

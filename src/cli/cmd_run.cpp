@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 #include "src/cli/commands.h"
 #include "src/cli/parse_flags.h"
 #include "src/cli/default_model.h"

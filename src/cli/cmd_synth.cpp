@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "convert/tensor_types.h"
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 #include "src/cli/commands.h"
 #include "src/cli/parse_flags.h"
 #include "src/synth/synth_writer.h"

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 #include "src/cli/commands.h"
 #include "src/cli/parse_flags.h"
 #include "src/tokenizer/tokenizer.h"

@@ -4,7 +4,7 @@
 #include <system_error>
 #include <vector>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 
 namespace latte::cli {
 

@@ -5,7 +5,7 @@
 
 #include <optional>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 
 namespace latte::cli {
 

@@ -1,6 +1,6 @@
 #include "src/cli/session_flags.h"
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 
 namespace latte::cli {
 

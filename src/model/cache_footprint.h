@@ -3,8 +3,8 @@
 #pragma once
 #include <cstddef>
 
-#include "ggml-like/gguf.h"
-#include "ggml-like/types.h"
+#include "ggml-like/gguf/gguf.h"
+#include "ggml-like/core/types.h"
 #include "src/model/hparams.h"
 
 namespace latte {

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 
 namespace latte {
 namespace {

@@ -3,8 +3,8 @@
 #include <cstring>
 #include <vector>
 
-#include "ggml-like/cpu_backend.h"
-#include "ggml-like/error.h"
+#include "ggml-like/cpu/cpu_backend.h"
+#include "ggml-like/core/error.h"
 #include "src/model/graph_blocks.h"
 
 namespace latte {

@@ -2,9 +2,9 @@
 
 #include <vector>
 
-#include "ggml-like/attention_int16.h"
-#include "ggml-like/error.h"
-#include "ggml-like/int_gemm.h"
+#include "ggml-like/cpu/attention_int16.h"
+#include "ggml-like/core/error.h"
+#include "ggml-like/cpu/int_gemm.h"
 #include "src/model/graph_blocks.h"
 
 namespace latte {

@@ -6,7 +6,7 @@
 #include <span>
 #include <string_view>
 
-#include "ggml-like/graph.h"
+#include "ggml-like/graph/graph.h"
 #include "src/model/kv_cache.h"
 #include "src/model/model.h"
 

@@ -2,7 +2,7 @@
 
 #include <span>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 
 namespace latte {
 

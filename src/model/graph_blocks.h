@@ -3,7 +3,7 @@
 #pragma once
 #include <cstdint>
 
-#include "ggml-like/graph.h"
+#include "ggml-like/graph/graph.h"
 #include "src/model/forward.h"
 #include "src/model/hparams.h"
 #include "src/model/weights.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 
 namespace latte {
 

@@ -4,7 +4,7 @@
 
 #include <new>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 
 namespace latte {
 

@@ -11,8 +11,8 @@
 #include <memory>
 #include <vector>
 
-#include "ggml-like/graph.h"
-#include "ggml-like/types.h"
+#include "ggml-like/graph/graph.h"
+#include "ggml-like/core/types.h"
 #include "src/model/hparams.h"
 
 namespace latte {

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 #include "src/model/hparams.h"
 #include "src/model/weights.h"
 

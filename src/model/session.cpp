@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "ggml-like/cpu_backend.h"
-#include "ggml-like/error.h"
+#include "ggml-like/cpu/cpu_backend.h"
+#include "ggml-like/core/error.h"
 
 namespace latte {
 namespace {

@@ -11,8 +11,8 @@
 #include <span>
 #include <vector>
 
-#include "ggml-like/graph_backend.h"
-#include "ggml-like/types.h"
+#include "ggml-like/graph/graph_backend.h"
+#include "ggml-like/core/types.h"
 #include "src/model/forward.h"
 #include "src/model/kv_cache.h"
 #include "src/model/model.h"

@@ -5,8 +5,8 @@
 #include <initializer_list>
 #include <string>
 
-#include "ggml-like/error.h"
-#include "ggml-like/quant.h"
+#include "ggml-like/core/error.h"
+#include "ggml-like/quant/quant.h"
 
 namespace latte {
 namespace {

@@ -3,7 +3,7 @@
 #pragma once
 #include <vector>
 
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 #include "src/model/hparams.h"
 
 namespace latte {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 
 namespace latte {
 

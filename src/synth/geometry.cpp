@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 
 namespace latte::synth {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "convert/model_plan.h"
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 #include "src/synth/geometry.h"
 
 namespace latte::synth {

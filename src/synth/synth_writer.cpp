@@ -5,7 +5,7 @@
 
 #include "convert/progress.h"
 #include "convert/tensor_types.h"
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 #include "src/synth/random_weights.h"
 #include "src/synth/synth_plan.h"
 

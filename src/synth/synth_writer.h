@@ -9,7 +9,7 @@
 
 #include "convert/convert_hf.h"
 #include "convert/model_plan.h"
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 #include "src/synth/geometry.h"
 
 namespace latte::synth {

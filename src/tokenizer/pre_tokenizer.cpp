@@ -8,7 +8,7 @@
 #include <mutex>
 #include <set>
 
-#include "ggml-like/error.h"
+#include "ggml-like/core/error.h"
 #include "src/tokenizer/utf8.h"
 
 namespace latte {

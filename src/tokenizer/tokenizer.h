@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 #include "src/tokenizer/special_tokens.h"
 #include "src/tokenizer/vocab.h"
 

@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 
 namespace latte {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ggml-like/gguf.h"
+#include "ggml-like/gguf/gguf.h"
 
 namespace {
 

@@ -1,0 +1,72 @@
+// Pieces shared by the attention kernels that put queries on the lanes of AVX-512 vectors
+// (op_attention.cpp in float32, attention_int16.cpp on 16-bit integers). AVX-512 builds only.
+#pragma once
+#if defined(__AVX512F__)
+#include <xsimd/xsimd.hpp>
+
+#include <cmath>
+#include <cstdint>
+
+#include "ggml-like/cpu/arch/x86/x86_intrinsics.h"
+
+namespace ggl::attention_wide {
+
+using Vec = xsimd::batch<float, xsimd::avx512f>;
+inline constexpr int64_t kLanes = 16;
+
+// Pins a vector to a register: without it GCC re-reads each query/probability vector as a memory
+// operand of every FMA that uses it (one 64-byte load per FMA, which made the two-vector kernel
+// load-bound at ~2/3 of the FMA rate) instead of broadcasting the shared key/value element.
+inline void in_register(Vec& v) {
+  __m512 r = v;
+  asm("" : "+v"(r));
+  v = r;
+}
+
+// The lanes' state at the start of a pass: lane i sees keys below limit[i] (the pass walks keys
+// below j_end), the running max starts at -inf and the running sum at 0. masked: whether some lane
+// sees fewer keys than the pass walks, so that scores need masking.
+template <int NV>
+struct PassLanes {
+  Vec visible[NV], m[NV], l[NV];
+  bool masked = false;
+
+  PassLanes(const float* limit, int64_t j_end) {
+    for (int u = 0; u < NV; ++u) {
+      visible[u] = Vec::load_aligned(limit + u * kLanes);
+      masked = masked || xsimd::any(visible[u] < Vec(static_cast<float>(j_end)));
+      m[u] = Vec(-INFINITY);
+      l[u] = Vec(0.0f);
+    }
+  }
+  // The score of `key` for the lanes of vector u: -inf where they do not see it.
+  Vec mask(Vec score, int64_t key, int u) const {
+    return xsimd::select(Vec(static_cast<float>(key)) < visible[u], score, Vec(-INFINITY));
+  }
+};
+
+// Online-softmax update for a block of nk keys whose scores sit in sc ([nk][W] floats, W = NV * 16
+// lanes, masked keys -inf): the scores become exp(score - new max), l[u] adds them, and c[u]
+// (returned) is the factor the lanes' earlier sums must be scaled by. A lane whose keys are all
+// masked so far keeps max -inf: it adds nothing (its p are exp(-inf) = 0), and 0 stands in for
+// its max in the exponents.
+template <int NV>
+inline void softmax_block(float* sc, int64_t nk, bool masked, Vec* m, Vec* l, Vec* c) {
+  constexpr int64_t W = NV * kLanes;
+  for (int u = 0; u < NV; ++u) {
+    Vec mb = m[u];
+    for (int64_t j = 0; j < nk; ++j) mb = xsimd::max(mb, Vec::load_aligned(sc + j * W + u * kLanes));
+    const Vec base = masked ? xsimd::select(mb == Vec(-INFINITY), Vec(0.0f), mb) : mb;
+    c[u] = xsimd::exp(m[u] - base);  // 0 for the first block
+    l[u] *= c[u];
+    for (int64_t j = 0; j < nk; ++j) {
+      const Vec p = xsimd::exp(Vec::load_aligned(sc + j * W + u * kLanes) - base);
+      p.store_aligned(sc + j * W + u * kLanes);
+      l[u] += p;
+    }
+    m[u] = mb;
+  }
+}
+
+}  // namespace ggl::attention_wide
+#endif

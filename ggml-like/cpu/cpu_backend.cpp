@@ -1,0 +1,305 @@
+#include "ggml-like/cpu/cpu_backend.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "ggml-like/cpu/cpu_kernels.h"
+#include "ggml-like/core/error.h"
+#include "ggml-like/graph/graph_plan.h"
+
+namespace ggl {
+
+// A barrier that spins briefly and then yields the core: threads arriving early must not burn
+// the time slice of a thread that is still working (or waiting to be scheduled) on a busy machine.
+class CpuBarrier {
+ public:
+  explicit CpuBarrier(int n) : n_(n) {}
+  void wait() {
+    if (n_ == 1) return;
+    const unsigned gen = generation_.load(std::memory_order_acquire);
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) == n_ - 1) {
+      arrived_.store(0, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
+      return;
+    }
+    for (int spins = 0; generation_.load(std::memory_order_acquire) == gen; ++spins) {
+      if (spins < kSpins) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  }
+
+ private:
+  static constexpr int kSpins = 256;
+  const int n_;
+  std::atomic<int> arrived_{0};
+  std::atomic<unsigned> generation_{0};
+};
+
+void CpuThread::barrier() const { team_barrier->wait(); }
+
+size_t cpu_work_bytes(const Tensor& node, int n_threads) {
+  switch (node.op) {
+    case Op::kMulMat: return cpu_mul_mat_work(node, n_threads);
+    case Op::kMulMatT: return cpu_mul_mat_t_work(node, n_threads);
+    case Op::kMulMatId: return cpu_mul_mat_id_work(node, n_threads);
+    case Op::kRope: return cpu_rope_work(node, n_threads);
+    case Op::kTopK: return cpu_top_k_work(node, n_threads);
+    case Op::kFlashAttn: return cpu_flash_attn_work(node, n_threads);
+    default: return 0;
+  }
+}
+
+double cpu_node_cost(const Tensor& node) {
+  const auto d = [](int64_t v) { return static_cast<double>(v); };
+  switch (node.op) {
+    case Op::kLeaf:
+    case Op::kView: return 0;
+    case Op::kMulMat: return d(node.n_elements()) * d(node.src[0]->ne[0]);
+    case Op::kMulMatT: return d(node.n_elements()) * d(node.src[0]->ne[1]);
+    case Op::kMulMatId: return d(node.n_elements()) * d(node.src[0]->ne[0]);
+    case Op::kFlashAttn: {
+      const Tensor& q = *node.src[0];
+      return d(q.ne[1]) * d(q.ne[2]) * d(node.src[1]->ne[2]) * d(q.ne[0] + node.ne[0]);
+    }
+    default: return d(node.n_elements());
+  }
+}
+
+void cpu_run_node(const Tensor& node, const CpuThread& th) {
+  switch (node.op) {
+    case Op::kLeaf:
+    case Op::kView: return;
+    case Op::kGetRows: return cpu_get_rows(node, th);
+    case Op::kRmsNorm: return cpu_rms_norm(node, th);
+    case Op::kAdd:
+    case Op::kMul:
+    case Op::kDiv: return cpu_binary(node, th);
+    case Op::kScale:
+    case Op::kSigmoid:
+    case Op::kSilu: return cpu_unary(node, th);
+    case Op::kSwiglu: return cpu_swiglu(node, th);
+    case Op::kSumRows: return cpu_sum_rows(node, th);
+    case Op::kSoftmax: return cpu_softmax(node, th);
+    case Op::kMulMat: return cpu_mul_mat(node, th);
+    case Op::kMulMatT: return cpu_mul_mat_t(node, th);
+    case Op::kMulMatId: return cpu_mul_mat_id(node, th);
+    case Op::kRope: return cpu_rope(node, th);
+    case Op::kTopK: return cpu_top_k(node, th);
+    case Op::kConcat: return cpu_concat(node, th);
+    case Op::kCont: return cpu_cont(node, th);
+    case Op::kCopy: return cpu_copy(node, th);
+    case Op::kFlashAttn: return cpu_flash_attn(node, th);
+  }
+}
+
+void CpuBackend::AlignedFree::operator()(uint8_t* p) const { std::free(p); }
+
+void CpuBackend::ensure(Buffer& buf, size_t& capacity, size_t bytes) {
+  if (bytes <= capacity && buf) return;
+  const size_t size = std::max<size_t>((bytes + 4095) / 4096 * 4096, 4096);
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(4096, size));
+  if (!p) fail("cpu backend: cannot allocate {} bytes for intermediate results", size);
+  buf.reset(p);
+  capacity = size;
+}
+
+int CpuBackend::threads_for(const Graph& graph) const {
+  // Multiply-adds (or element operations) per thread below which another thread costs more in
+  // synchronisation than it saves.
+  constexpr double kWorkPerThread = 512.0 * 1024.0;
+  double work = 0;
+  for (const Tensor* n : graph.nodes()) work += cpu_node_cost(*n);
+  const double wanted = std::max(1.0, work / kWorkPerThread);
+  return static_cast<int>(std::min<double>(n_threads_, wanted));
+}
+
+CpuBackend::CpuBackend(int n_threads) : n_threads_(n_threads > 0 ? n_threads : physical_core_count()) {}
+CpuBackend::~CpuBackend() = default;
+
+namespace {
+
+// Byte ranges a node reads and writes, for deciding where barriers are needed.
+struct Range {
+  const uint8_t* begin;
+  const uint8_t* end;
+  bool overlaps(const Range& o) const { return begin < o.end && o.begin < end; }
+};
+
+Range range_of(const Tensor& t) { return {t.bytes(), t.bytes() + t.span_bytes()}; }
+
+bool any_overlap(const std::vector<Range>& a, const std::vector<Range>& b) {
+  for (const Range& x : a)
+    for (const Range& y : b)
+      if (x.overlaps(y)) return true;
+  return false;
+}
+
+// Row-wise kernels split their rows across the team, so a result of one row (a decode step's
+// norms, residual adds, router softmax and top-k, ...) is computed by thread 0 alone.
+bool runs_on_thread0_only(const Tensor& n) {
+  switch (n.op) {
+    case Op::kGetRows:
+    case Op::kRmsNorm:
+    case Op::kAdd:
+    case Op::kMul:
+    case Op::kDiv:
+    case Op::kScale:
+    case Op::kSigmoid:
+    case Op::kSilu:
+    case Op::kSwiglu:
+    case Op::kSumRows:
+    case Op::kSoftmax:
+    case Op::kTopK:
+    case Op::kConcat:
+    case Op::kCont:
+    case Op::kCopy: return n.n_rows() == 1;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+// A node may start while other threads are still in earlier nodes when it neither reads what they
+// write nor writes what they read or write (the arena reuses memory, so write-after-read matters
+// too). Nodes with scratch space conflict with each other through the shared work buffer. Two
+// nodes that both run on thread 0 alone never need a barrier between them: program order holds.
+// Returns, per node, whether the team must meet at a barrier before running it.
+std::vector<char> CpuBackend::barriers_needed(const Graph& graph, int n_threads) const {
+  const auto& nodes = graph.nodes();
+  std::vector<char> need(nodes.size(), 0);
+  // Accesses since the last barrier, of nodes run by the whole team and by thread 0 alone.
+  std::vector<Range> team_reads, team_writes, solo_reads, solo_writes, reads, writes;
+  const Range work{work_.get(), work_.get() + work_size_};
+  bool first = true;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Tensor& n = *nodes[i];
+    if (n.op == Op::kView || n.op == Op::kLeaf) continue;
+    reads.clear();
+    writes.clear();
+    for (const Tensor* s : n.src)
+      if (s && s->data) reads.push_back(range_of(*s));
+    writes.push_back(range_of(n));
+    if (cpu_work_bytes(n, n_threads) > 0) {
+      reads.push_back(work);
+      writes.push_back(work);
+    }
+    const bool solo = runs_on_thread0_only(n);
+    bool conflict = any_overlap(reads, team_writes) || any_overlap(writes, team_reads) ||
+                    any_overlap(writes, team_writes);
+    if (!solo)
+      conflict = conflict || any_overlap(reads, solo_writes) || any_overlap(writes, solo_reads) ||
+                 any_overlap(writes, solo_writes);
+    if (conflict && !first) {
+      need[i] = 1;
+      team_reads.clear();
+      team_writes.clear();
+      solo_reads.clear();
+      solo_writes.clear();
+    }
+    first = false;
+    auto& r = solo ? solo_reads : team_reads;
+    auto& w = solo ? solo_writes : team_writes;
+    r.insert(r.end(), reads.begin(), reads.end());
+    w.insert(w.end(), writes.begin(), writes.end());
+  }
+  return need;
+}
+
+void CpuBackend::compute(Graph& graph) {
+  const ArenaPlan& plan = plans_.plan(graph);
+  ensure(arena_, arena_size_, plan.size);
+  last_plan_ = plan.size;
+  last_naive_ = plan.naive_size;
+
+  // Place computed tensors in the arena, then resolve views and copies (creation order: a view's
+  // base always precedes it).
+  for (Tensor& t : graph.tensors()) {
+    if (plan.offset[t.index] != ArenaPlan::kNone) {
+      t.data = arena_.get() + plan.offset[t.index];
+    } else if (t.view_src) {
+      if (!t.view_src->data) fail("cpu backend: '{}' views a tensor without data", t.name);
+      t.data = t.view_src->bytes() + t.view_offset;
+    } else if (t.op == Op::kLeaf && !t.data) {
+      fail("cpu backend: leaf '{}' has no data", t.name);
+    }
+  }
+
+  const auto& nodes = graph.nodes();
+  size_t work = 0;
+  for (const Tensor* n : nodes) work = std::max(work, cpu_work_bytes(*n, n_threads_));
+  ensure(work_, work_size_, work);
+
+  const int team = threads_for(graph);
+  last_threads_ = team;
+  last_barriers_ = 0;
+  if (team == 1) {
+    CpuBarrier none(1);
+    CpuThread th;
+    th.work = work_.get();
+    th.work_bytes = work_size_;
+    th.team_barrier = &none;
+    for (const Tensor* n : nodes) cpu_run_node(*n, th);
+    return;
+  }
+  const std::vector<char> need_barrier = barriers_needed(graph, team);
+  for (char b : need_barrier) last_barriers_ += b;
+  std::unique_ptr<CpuBarrier> barrier;
+#pragma omp parallel num_threads(team)
+  {
+#pragma omp single
+    barrier = std::make_unique<CpuBarrier>(omp_get_num_threads());
+    // (the implicit barrier after `single` publishes it)
+    CpuThread th;
+    th.ith = omp_get_thread_num();
+    th.nth = omp_get_num_threads();
+    th.work = work_.get();
+    th.work_bytes = work_size_;
+    th.team_barrier = barrier.get();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const Tensor* n = nodes[i];
+      if (n->op == Op::kView || n->op == Op::kLeaf) continue;
+      if (need_barrier[i]) th.barrier();
+      cpu_run_node(*n, th);
+    }
+  }
+}
+
+void CpuBackend::read(const Tensor& t, void* dst, size_t offset, size_t size) const {
+  if (!t.data || offset + size > t.span_bytes())
+    fail("cpu backend: reading {} bytes at {} from '{}' ({} bytes)", size, offset, t.name, t.span_bytes());
+  std::memcpy(dst, t.bytes() + offset, size);
+}
+
+int physical_core_count() {
+  // Distinct (package, core) pairs of the online CPUs; hyper-threads share a core id.
+  std::set<std::pair<std::string, std::string>> cores;
+  const unsigned n = std::thread::hardware_concurrency();
+  for (unsigned cpu = 0; cpu < std::max(n, 1u) * 2; ++cpu) {
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    std::ifstream core(dir + "core_id"), package(dir + "physical_package_id");
+    std::string c, p;
+    if (!(core >> c) || !(package >> p)) continue;
+    cores.emplace(p, c);
+  }
+  int count = static_cast<int>(cores.size());
+  if (count <= 0) count = static_cast<int>(n);
+  // Containers may expose more CPUs in sysfs than the process may use.
+  count = std::min(count, std::max(1, omp_get_num_procs()));
+  return std::max(count, 1);
+}
+
+}  // namespace ggl

@@ -1,0 +1,60 @@
+// The CPU executor: one OpenMP team runs the nodes of a graph in order, every kernel splitting its
+// work across the team, with a barrier between nodes that depend on each other through memory
+// (independent neighbours, e.g. the projections that read the same input, run back to back). Intermediate results live in one arena,
+// planned by plan_arena() once per graph shape and reused across calls; kernels get scratch space
+// from a work buffer sized by the most demanding node. Graphs too small to pay for
+// synchronisation run on fewer threads.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ggml-like/graph/graph_backend.h"
+#include "ggml-like/graph/graph_plan.h"
+
+namespace ggl {
+
+class CpuBackend final : public Backend {
+ public:
+  // n_threads <= 0: one per physical core.
+  explicit CpuBackend(int n_threads = 0);
+  ~CpuBackend() override;
+
+  std::string_view name() const override { return "cpu"; }
+  void compute(Graph& graph) override;
+  void read(const Tensor& t, void* dst, size_t offset, size_t size) const override;
+
+  int n_threads() const { return n_threads_; }
+  int last_threads() const { return last_threads_; }       // threads the last graph ran on
+  const PlanCache& plans() const { return plans_; }
+  size_t arena_bytes() const { return arena_size_; }       // current arena capacity
+  size_t last_plan_bytes() const { return last_plan_; }    // what the last graph needed
+  size_t last_naive_bytes() const { return last_naive_; }  // ... without reuse
+  int last_barriers() const { return last_barriers_; }      // barriers between nodes in the last graph
+
+ private:
+  struct AlignedFree {
+    void operator()(uint8_t* p) const;
+  };
+  using Buffer = std::unique_ptr<uint8_t, AlignedFree>;
+  static void ensure(Buffer& buf, size_t& capacity, size_t bytes);
+  // Fewer threads for small graphs: each thread must get enough work to pay for its barriers.
+  int threads_for(const Graph& graph) const;
+  std::vector<char> barriers_needed(const Graph& graph, int n_threads) const;
+
+  int n_threads_;
+  PlanCache plans_;
+  Buffer arena_;
+  size_t arena_size_ = 0;
+  Buffer work_;
+  size_t work_size_ = 0;
+  size_t last_plan_ = 0;
+  size_t last_naive_ = 0;
+  int last_threads_ = 0;
+  int last_barriers_ = 0;
+};
+
+// Physical cores of this machine (hyper-threads not counted); at least 1.
+int physical_core_count();
+
+}  // namespace ggl

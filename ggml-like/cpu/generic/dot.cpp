@@ -1,0 +1,365 @@
+// Weight-row x activation dot products. Each chunk of 32 weights (one quant block) is decoded
+// into float vectors once, already scaled, and then multiplied into every activation column of
+// the tile, so decoding is shared by the columns and each weight row is read once per tile.
+// The arithmetic is written once with xsimd; only the widening loads below are per instruction set.
+#include "ggml-like/cpu/dot.h"
+
+#include <xsimd/xsimd.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "ggml-like/core/error.h"
+#include "ggml-like/core/fp16.h"
+#include "ggml-like/quant/quant.h"
+
+#include "ggml-like/cpu/arch/x86/x86_intrinsics.h"
+
+namespace ggl {
+namespace {
+
+using Floats = xsimd::batch<float>;
+using Ints = xsimd::batch<int32_t>;
+constexpr int kLanes = static_cast<int>(Floats::size);
+constexpr int kChunk = kQuantBlock;
+constexpr int kHalf = kChunk / 2;
+constexpr int kVecsPerChunk = kChunk / kLanes;
+constexpr int kMaxCols = 4;  // activation columns per pass over a weight row
+static_assert(Ints::size == Floats::size && kHalf % kLanes == 0);
+
+// ---- Per instruction set: widening loads of kLanes narrow values, a broadcast fp16 scale, and a
+// 16-entry table lookup (xsimd 8 has none of these). ----
+
+#if defined(__AVX512F__)
+static_assert(kLanes == 16);
+inline __m128i load16(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline Ints widen_u8(const uint8_t* p) { return Ints(_mm512_cvtepu8_epi32(load16(p))); }
+inline Ints widen_s8(const int8_t* p) { return Ints(_mm512_cvtepi8_epi32(load16(p))); }
+inline Ints widen_u16(const uint16_t* p) { return Ints(_mm512_cvtepu16_epi32(load32(p))); }
+inline Floats widen_f16(const uint16_t* p) { return Floats(_mm512_cvtph_ps(load32(p))); }
+inline Floats broadcast_f16(uint16_t h) {
+  return Floats(_mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(h))));
+}
+// table[index & 15] per lane: vpermps reads only the low 4 bits of each index.
+inline Floats lookup16(Floats table, Ints index) { return Floats(_mm512_permutexvar_ps(index, table)); }
+#elif defined(__AVX2__) && defined(__F16C__)
+static_assert(kLanes == 8);
+inline __m128i load8(const void* p) { return _mm_loadl_epi64(static_cast<const __m128i*>(p)); }
+inline __m128i load16(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+inline Ints widen_u8(const uint8_t* p) { return Ints(_mm256_cvtepu8_epi32(load8(p))); }
+inline Ints widen_s8(const int8_t* p) { return Ints(_mm256_cvtepi8_epi32(load8(p))); }
+inline Ints widen_u16(const uint16_t* p) { return Ints(_mm256_cvtepu16_epi32(load16(p))); }
+inline Floats widen_f16(const uint16_t* p) { return Floats(_mm256_cvtph_ps(load16(p))); }
+inline Floats broadcast_f16(uint16_t h) { return Floats(_mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(h)))); }
+// A 16-entry table is two vectors: look up in both (vpermps reads the low 3 bits) and pick by bit 3.
+struct Table16 {
+  Floats low, high;
+};
+inline Floats lookup16(const Table16& table, Ints index) {
+  const __m256 from_low = _mm256_permutevar8x32_ps(table.low, index);
+  const __m256 from_high = _mm256_permutevar8x32_ps(table.high, index);
+  return Floats(_mm256_blendv_ps(from_low, from_high, _mm256_castsi256_ps(_mm256_slli_epi32(index, 28))));
+}
+#else
+// Any other instruction set: through small aligned buffers.
+template <typename Batch, typename Narrow>
+inline Batch widen(const Narrow* p) {
+  alignas(64) typename Batch::value_type wide[kLanes];
+  for (int i = 0; i < kLanes; ++i) wide[i] = static_cast<typename Batch::value_type>(p[i]);
+  return Batch::load_aligned(wide);
+}
+inline Ints widen_u8(const uint8_t* p) { return widen<Ints>(p); }
+inline Ints widen_s8(const int8_t* p) { return widen<Ints>(p); }
+inline Ints widen_u16(const uint16_t* p) { return widen<Ints>(p); }
+inline Floats widen_f16(const uint16_t* p) {
+  alignas(64) float wide[kLanes];
+  fp16_to_f32_row(p, wide, kLanes);
+  return Floats::load_aligned(wide);
+}
+inline Floats broadcast_f16(uint16_t h) { return Floats(fp16_to_f32(h)); }
+struct Table16 {
+  alignas(64) float entries[16];
+};
+inline Floats lookup16(const Table16& table, Ints index) {
+  alignas(64) int32_t idx[kLanes];
+  alignas(64) float out[kLanes];
+  index.store_aligned(idx);
+  for (int i = 0; i < kLanes; ++i) out[i] = table.entries[idx[i] & 15];
+  return Floats::load_aligned(out);
+}
+#endif
+
+inline Floats to_floats(Ints v) { return xsimd::batch_cast<float>(v); }
+
+// The 16 values a 4-bit quant can decode to: level(q) for q = 0..15, computed on vectors of the
+// levels so that every instruction set rounds them identically.
+template <class Level>
+inline auto q4_table(Level level) {
+#if defined(__AVX512F__)
+  return level(Floats(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)));
+#elif defined(__AVX2__) && defined(__F16C__)
+  return Table16{level(Floats(_mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7))),
+                 level(Floats(_mm256_setr_ps(8, 9, 10, 11, 12, 13, 14, 15)))};
+#else
+  Table16 t;
+  for (int q = 0; q < 16; ++q) t.entries[q] = level(Floats(static_cast<float>(q))).get(0);
+  return t;
+#endif
+}
+
+// The quants of vector p of a Q4 block, in the low 4 bits of each lane (higher bits are ignored by
+// lookup16). Lanes are elements [p * kLanes, (p + 1) * kLanes): elements below 16 are the low
+// nibbles of qs, the rest the high nibbles of the same bytes.
+inline Ints nibbles(const uint8_t* qs, int p) {
+  const int first = p * kLanes;
+  const Ints bytes = widen_u8(qs + first % kHalf);
+  return first < kHalf ? bytes : (bytes >> 4);
+}
+
+// ---- Decoders: chunk k of a row into kVecsPerChunk float vectors, scaled. Plain types (not
+// kBlocked) also decode single elements, for rows whose length is not a multiple of 32. ----
+
+struct DecodeF32 {
+  static constexpr bool kBlocked = false;
+  static constexpr size_t kChunkBytes = kChunk * sizeof(float);
+  static void chunk(const uint8_t* p, Floats* w) {
+    const auto* f = reinterpret_cast<const float*>(p);
+    for (int v = 0; v < kVecsPerChunk; ++v) w[v] = Floats::load_unaligned(f + v * kLanes);
+  }
+  static float element(const uint8_t* row, int64_t i) {
+    float v;
+    std::memcpy(&v, row + i * sizeof(float), sizeof v);
+    return v;
+  }
+};
+
+struct DecodeF16 {
+  static constexpr bool kBlocked = false;
+  static constexpr size_t kChunkBytes = kChunk * sizeof(uint16_t);
+  static void chunk(const uint8_t* p, Floats* w) {
+    const auto* h = reinterpret_cast<const uint16_t*>(p);
+    for (int v = 0; v < kVecsPerChunk; ++v) w[v] = widen_f16(h + v * kLanes);
+  }
+  static float element(const uint8_t* row, int64_t i) {
+    uint16_t h;
+    std::memcpy(&h, row + i * sizeof h, sizeof h);
+    return fp16_to_f32(h);
+  }
+};
+
+struct DecodeBF16 {
+  static constexpr bool kBlocked = false;
+  static constexpr size_t kChunkBytes = kChunk * sizeof(uint16_t);
+  static void chunk(const uint8_t* p, Floats* w) {
+    const auto* b = reinterpret_cast<const uint16_t*>(p);
+    for (int v = 0; v < kVecsPerChunk; ++v) w[v] = xsimd::bitwise_cast<Floats>(widen_u16(b + v * kLanes) << 16);
+  }
+  static float element(const uint8_t* row, int64_t i) {
+    uint16_t h;
+    std::memcpy(&h, row + i * sizeof h, sizeof h);
+    return bf16_to_f32(h);
+  }
+};
+
+struct DecodeQ8_0 {
+  static constexpr bool kBlocked = true;
+  static constexpr size_t kChunkBytes = sizeof(BlockQ8_0);
+  static void chunk(const uint8_t* p, Floats* w) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(p);
+    const Floats d = broadcast_f16(b->d);
+    for (int v = 0; v < kVecsPerChunk; ++v) w[v] = d * to_floats(widen_s8(b->qs + v * kLanes));
+  }
+};
+
+struct DecodeQ4_0 {
+  static constexpr bool kBlocked = true;
+  static constexpr size_t kChunkBytes = sizeof(BlockQ4_0);
+  static void chunk(const uint8_t* p, Floats* w) {
+    const auto* b = reinterpret_cast<const BlockQ4_0*>(p);
+    const Floats d = broadcast_f16(b->d);
+    const auto table = q4_table([d](Floats q) { return (q - Floats(8.0f)) * d; });
+    for (int v = 0; v < kVecsPerChunk; ++v) w[v] = lookup16(table, nibbles(b->qs, v));
+  }
+};
+
+struct DecodeQ4_1 {
+  static constexpr bool kBlocked = true;
+  static constexpr size_t kChunkBytes = sizeof(BlockQ4_1);
+  static void chunk(const uint8_t* p, Floats* w) {
+    const auto* b = reinterpret_cast<const BlockQ4_1*>(p);
+    const Floats d = broadcast_f16(b->d), m = broadcast_f16(b->m);
+    const auto table = q4_table([d, m](Floats q) { return xsimd::fma(q, d, m); });
+    for (int v = 0; v < kVecsPerChunk; ++v) w[v] = lookup16(table, nibbles(b->qs, v));
+  }
+};
+
+// Register tile: out[r][c] = dot(rows[r], xs[c]) for R weight rows and C activation columns. Per
+// chunk, the C columns' activations are loaded once and shared by the R rows, and each row's chunk
+// is decoded once and shared by the C columns. Every output has one accumulator that sums chunk
+// after chunk in the same order whatever R and C are, so batched and single-column results are
+// bit-identical; the R * C accumulators are the independent chains that keep the FMA units busy.
+template <class Decode, int R, int C>
+void dot_tile(const uint8_t* const* rows, int64_t n, const float* const* xs, float (*out)[C], size_t prefetch_stride = 0) {
+  Floats acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = Floats(0.0f);
+
+  const int64_t chunks = n / kChunk;
+  for (int64_t k = 0; k < chunks; ++k) {
+    // Decode the R rows' chunks first, then stream each column's activations past them: the
+    // activations (possibly from L2 when there are several columns) are loaded once per chunk.
+    Floats w[R][kVecsPerChunk];
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* p = rows[r] + k * Decode::kChunkBytes;
+      // The next tile's rows: R short interleaved streams defeat the hardware prefetcher.
+      if (prefetch_stride) __builtin_prefetch(p + prefetch_stride);
+      Decode::chunk(p, w[r]);
+    }
+    for (int c = 0; c < C; ++c) {
+      for (int v = 0; v < kVecsPerChunk; ++v) {
+        const Floats x = Floats::load_unaligned(xs[c] + k * kChunk + v * kLanes);
+        for (int r = 0; r < R; ++r) acc[r][c] = xsimd::fma(w[r][v], x, acc[r][c]);
+      }
+    }
+  }
+
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) {
+      float sum = xsimd::hadd(acc[r][c]);
+      if constexpr (!Decode::kBlocked)  // plain types: the elements after the last full chunk
+        for (int64_t i = chunks * kChunk; i < n; ++i) sum += Decode::element(rows[r], i) * xs[c][i];
+      out[r][c] = sum;
+    }
+  }
+}
+
+// Rows [row_begin, row_end) against C columns: tiles of R rows, then single rows for the rest.
+template <class Decode, int R, int C>
+void rows_times_columns(const uint8_t* w, size_t row_stride, int64_t n, const float* const* xs, float* const* ys,
+                        int64_t row_begin, int64_t row_end) {
+  int64_t r0 = row_begin;
+  auto run = [&]<int T>() {
+    const uint8_t* rows[T];
+    float out[T][C];
+    for (int r = 0; r < T; ++r) rows[r] = w + static_cast<size_t>(r0 + r) * row_stride;
+    dot_tile<Decode, T, C>(rows, n, xs, out, T * row_stride);
+    for (int r = 0; r < T; ++r)
+      for (int c = 0; c < C; ++c) ys[c][r0 + r] = out[r][c];
+    r0 += T;
+  };
+  while (r0 + R <= row_end) run.template operator()<R>();
+  while (r0 < row_end) run.template operator()<1>();
+}
+
+// Rows are taken a block at a time (about kRowBlockBytes of weights, which stay in L2), and every
+// column tile runs over the block before the next: weights come from memory once however many
+// columns there are, and a column tile's activations are reused across the block from cache.
+constexpr size_t kRowBlockBytes = 128 * 1024;
+
+// Tile shapes fit the register budget (32 vectors with AVX-512): R * C accumulators plus
+// R * kVecsPerChunk decoded weights plus the activation vector in use.
+template <class Decode>
+void matmul_rows(const uint8_t* w, size_t row_stride, int64_t n, const float* x, int64_t x_stride, int64_t n_cols,
+                 float* y, int64_t y_stride, int64_t row_begin, int64_t row_end) {
+  const int64_t block_rows = std::max<int64_t>(8, static_cast<int64_t>(kRowBlockBytes / std::max<size_t>(row_stride, 1)) / 8 * 8);
+  const float* xs[kMaxCols];
+  float* ys[kMaxCols];
+  for (int64_t b0 = row_begin; b0 < row_end; b0 += block_rows) {
+    const int64_t b1 = std::min(row_end, b0 + block_rows);
+    for (int64_t c0 = 0; c0 < n_cols; c0 += kMaxCols) {
+      const int cols = static_cast<int>(std::min<int64_t>(n_cols - c0, kMaxCols));
+      for (int c = 0; c < cols; ++c) {
+        xs[c] = x + (c0 + c) * x_stride;
+        ys[c] = y + (c0 + c) * y_stride;
+      }
+      switch (cols) {
+        case 1: rows_times_columns<Decode, 8, 1>(w, row_stride, n, xs, ys, b0, b1); break;
+        case 2: rows_times_columns<Decode, 4, 2>(w, row_stride, n, xs, ys, b0, b1); break;
+        case 3: rows_times_columns<Decode, 4, 3>(w, row_stride, n, xs, ys, b0, b1); break;
+        default: rows_times_columns<Decode, 4, 4>(w, row_stride, n, xs, ys, b0, b1); break;
+      }
+    }
+  }
+}
+
+// A row decoded to floats chunk by chunk, then element by element past the last whole chunk
+// (plain types only: block types are whole chunks).
+template <class Decode>
+void decode_chunks(const uint8_t* row, int64_t n, float* out) {
+  const int64_t chunks = n / kChunk;
+  for (int64_t k = 0; k < chunks; ++k) {
+    Floats w[kVecsPerChunk];
+    Decode::chunk(row + k * Decode::kChunkBytes, w);
+    for (int v = 0; v < kVecsPerChunk; ++v) w[v].store_unaligned(out + k * kChunk + v * kLanes);
+  }
+  if constexpr (!Decode::kBlocked)
+    for (int64_t i = chunks * kChunk; i < n; ++i) out[i] = Decode::element(row, i);
+}
+
+void check_shape(const char* what, Type t, int64_t n) {
+  if (!is_weight_type(t)) fail("{}: unsupported weight type {}", what, type_name(t));
+  const int block = traits(t).block_size;
+  if (n < 0 || n % block != 0)
+    fail("{}: row of {} elements is not a multiple of the {} block size {}", what, n, type_name(t), block);
+}
+
+}  // namespace
+
+void matmul(Type t, const void* w, int64_t rows, int64_t n, const float* x, int64_t x_stride, int64_t n_cols,
+            float* y, int64_t y_stride, int64_t row_begin, int64_t row_end) {
+  check_shape("matmul", t, n);
+  if (row_begin < 0 || row_end > rows || row_begin > row_end)
+    fail("matmul: row range [{}, {}) outside the {} rows", row_begin, row_end, rows);
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const size_t stride = row_bytes(t, n);
+  switch (t) {
+    case Type::F32: return matmul_rows<DecodeF32>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
+    case Type::F16: return matmul_rows<DecodeF16>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
+    case Type::BF16: return matmul_rows<DecodeBF16>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
+    case Type::Q8_0: return matmul_rows<DecodeQ8_0>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
+    case Type::Q4_0: return matmul_rows<DecodeQ4_0>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
+    case Type::Q4_1: return matmul_rows<DecodeQ4_1>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
+    default: return;  // rejected by check_shape
+  }
+}
+
+void matvec(Type t, const void* w, int64_t rows, int64_t n, const float* x, float* y) {
+  matmul(t, w, rows, n, x, n, 1, y, rows, 0, rows);
+}
+
+// Called per (query, key) pair by attention, so it skips matmul's tiling and range checks.
+float dot_row(Type t, const void* w_row, const float* x, int64_t n) {
+  const auto* row = static_cast<const uint8_t*>(w_row);
+  float out[1][1];
+  switch (t) {
+    case Type::F32: dot_tile<DecodeF32, 1, 1>(&row, n, &x, out); return out[0][0];
+    case Type::F16: dot_tile<DecodeF16, 1, 1>(&row, n, &x, out); return out[0][0];
+    case Type::BF16: dot_tile<DecodeBF16, 1, 1>(&row, n, &x, out); return out[0][0];
+    default: break;
+  }
+  check_shape("dot_row", t, n);
+  switch (t) {
+    case Type::Q8_0: dot_tile<DecodeQ8_0, 1, 1>(&row, n, &x, out); return out[0][0];
+    case Type::Q4_0: dot_tile<DecodeQ4_0, 1, 1>(&row, n, &x, out); return out[0][0];
+    case Type::Q4_1: dot_tile<DecodeQ4_1, 1, 1>(&row, n, &x, out); return out[0][0];
+    default: return 0.0f;  // rejected by check_shape
+  }
+}
+
+void decode_row(Type t, const void* w_row, float* out, int64_t n) {
+  check_shape("decode_row", t, n);
+  const auto* row = static_cast<const uint8_t*>(w_row);
+  switch (t) {
+    case Type::F32: return decode_chunks<DecodeF32>(row, n, out);
+    case Type::F16: return decode_chunks<DecodeF16>(row, n, out);
+    case Type::BF16: return decode_chunks<DecodeBF16>(row, n, out);
+    case Type::Q8_0: return decode_chunks<DecodeQ8_0>(row, n, out);
+    case Type::Q4_0: return decode_chunks<DecodeQ4_0>(row, n, out);
+    case Type::Q4_1: return decode_chunks<DecodeQ4_1>(row, n, out);
+    default: return;  // rejected by check_shape
+  }
+}
+
+}  // namespace ggl
