@@ -3,6 +3,7 @@
 #include <array>
 #include <cctype>
 #include <string>
+#include <utility>
 
 namespace ggl {
 namespace {
@@ -12,12 +13,24 @@ struct Entry {
   TypeTraits traits;
 };
 
-constexpr std::array<Entry, 11> kTypes = {{
+// Block bytes follow ggml's block structs: fp16 scales (d, and dmin / m where the type has mins),
+// packed sub-block scales, high bits, then the low bits of the quants.
+constexpr std::array<Entry, 21> kTypes = {{
     {Type::F32, {"f32", 1, 4, false}},
     {Type::F16, {"f16", 1, 2, false}},
     {Type::Q4_0, {"q4_0", kQuantBlock, 2 + kQuantBlock / 2, true}},
     {Type::Q4_1, {"q4_1", kQuantBlock, 2 + 2 + kQuantBlock / 2, true}},
+    {Type::Q5_0, {"q5_0", kQuantBlock, 2 + 4 + kQuantBlock / 2, true}},
+    {Type::Q5_1, {"q5_1", kQuantBlock, 2 + 2 + 4 + kQuantBlock / 2, true}},
     {Type::Q8_0, {"q8_0", kQuantBlock, 2 + kQuantBlock, true}},
+    {Type::Q2_K, {"q2_K", kSuperBlock, kSuperBlock / 16 + kSuperBlock / 4 + 2 + 2, true}},
+    {Type::Q3_K, {"q3_K", kSuperBlock, kSuperBlock / 8 + kSuperBlock / 4 + 12 + 2, true}},
+    {Type::Q4_K, {"q4_K", kSuperBlock, 2 + 2 + 12 + kSuperBlock / 2, true}},
+    {Type::Q5_K, {"q5_K", kSuperBlock, 2 + 2 + 12 + kSuperBlock / 8 + kSuperBlock / 2, true}},
+    {Type::Q6_K, {"q6_K", kSuperBlock, kSuperBlock / 2 + kSuperBlock / 4 + kSuperBlock / 16 + 2, true}},
+    {Type::Q8_K, {"q8_K", kSuperBlock, 4 + kSuperBlock + kSuperBlock / 16 * 2, true}},
+    {Type::IQ4_NL, {"iq4_nl", kQuantBlock, 2 + kQuantBlock / 2, true}},
+    {Type::IQ4_XS, {"iq4_xs", kSuperBlock, 2 + 2 + kSuperBlock / 64 + kSuperBlock / 2, true}},
     {Type::I8, {"i8", 1, 1, false}},
     {Type::I16, {"i16", 1, 2, false}},
     {Type::I32, {"i32", 1, 4, false}},
@@ -26,7 +39,28 @@ constexpr std::array<Entry, 11> kTypes = {{
     {Type::BF16, {"bf16", 1, 2, false}},
 }};
 
+// ggml's types that latte does not read, by id (ids 4, 5 and 31-33, 36-38 were retired by ggml).
+constexpr std::array<std::pair<uint32_t, std::string_view>, 11> kForeignTypes = {{
+    {9, "q8_1"},
+    {16, "iq2_xxs"},
+    {17, "iq2_xs"},
+    {18, "iq3_xxs"},
+    {19, "iq1_s"},
+    {21, "iq3_s"},
+    {22, "iq2_s"},
+    {29, "iq1_m"},
+    {34, "tq1_0"},
+    {35, "tq2_0"},
+    {39, "mxfp4"},
+}};
+
 }  // namespace
+
+std::optional<std::string_view> foreign_type_name(uint32_t id) {
+  for (const auto& [foreign_id, name] : kForeignTypes)
+    if (foreign_id == id) return name;
+  return std::nullopt;
+}
 
 std::optional<TypeTraits> type_traits(uint32_t id) {
   for (const Entry& e : kTypes)
@@ -41,10 +75,15 @@ const TypeTraits& traits(Type t) {
 }
 
 std::optional<Type> type_from_name(std::string_view name) {
-  std::string lower(name);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // Case-insensitive on both sides: ggml spells the K-quants with a capital K ("q4_K").
+  auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  const std::string wanted = lower(name);
   for (const Entry& e : kTypes)
-    if (e.traits.name == lower) return e.type;
+    if (lower(e.traits.name) == wanted) return e.type;
   return std::nullopt;
 }
 

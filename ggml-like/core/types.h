@@ -13,7 +13,17 @@ enum class Type : uint32_t {
   F16 = 1,
   Q4_0 = 2,
   Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
   Q8_0 = 8,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,  // activation format of the K-quant integer dot products (float scale, bsums)
+  IQ4_NL = 20,
+  IQ4_XS = 23,
   I8 = 24,
   I16 = 25,
   I32 = 26,
@@ -22,7 +32,8 @@ enum class Type : uint32_t {
   BF16 = 30,
 };
 
-inline constexpr int kQuantBlock = 32;  // weights per block for Q4_0, Q4_1, Q8_0
+inline constexpr int kQuantBlock = 32;   // weights per block for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL
+inline constexpr int kSuperBlock = 256;  // weights per super-block for the K-quants and IQ4_XS
 
 struct TypeTraits {
   std::string_view name;   // "f32", "q8_0", ... (lower case, as llama.cpp prints them)
@@ -33,6 +44,9 @@ struct TypeTraits {
 
 // Traits of a known type; std::nullopt for an id latte does not know.
 std::optional<TypeTraits> type_traits(uint32_t id);
+// ggml's name for a type id latte does not read (e.g. 16 -> "iq2_xxs", 39 -> "mxfp4"), for error
+// messages; std::nullopt where the id is not one ggml ever defined.
+std::optional<std::string_view> foreign_type_name(uint32_t id);
 // Traits of a known type (precondition: the type is known).
 const TypeTraits& traits(Type t);
 inline std::string_view type_name(Type t) { return traits(t).name; }

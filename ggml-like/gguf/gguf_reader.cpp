@@ -142,7 +142,11 @@ TensorInfo read_tensor_info(Cursor& c, const std::string& path, uint64_t alignme
   }
   uint32_t raw_type = c.read<uint32_t>("tensor type");
   auto tr = type_traits(raw_type);
-  if (!tr) fail("{}: tensor '{}' has unknown ggml type {}", path, name, raw_type);
+  if (!tr) {
+    if (auto foreign = foreign_type_name(raw_type))
+      fail("{}: tensor '{}' has ggml type {} ({}), which latte does not support", path, name, raw_type, *foreign);
+    fail("{}: tensor '{}' has unknown ggml type {}", path, name, raw_type);
+  }
   t.type = static_cast<Type>(raw_type);
   if (t.ne[0] % tr->block_size != 0)
     fail("{}: tensor '{}' row of {} elements is not a multiple of {}'s block size {}", path, name, t.ne[0], tr->name,
