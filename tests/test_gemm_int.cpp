@@ -1,5 +1,6 @@
-// The integer GEMMs (int_gemm.h), through panels (prefill) and straight from the rows (decode),
-// against dequantize-then-multiply in double precision. The only error they may add is the rounding of each activation to
+// The integer GEMMs (int_gemm.h) of every kernel set this build has and this CPU runs (kernels.h),
+// through panels (prefill) and straight from the rows (decode), against dequantize-then-multiply
+// in double precision. The only error they may add is the rounding of each activation to
 // 16 (8) bits (at most half a step of its block's scale, amax / 32767 (127)) plus float
 // accumulation, and the bound below is exactly that: a wrong lane, pair, scale, min or zero point
 // in a kernel is far outside it.
@@ -12,6 +13,7 @@
 
 #include "ggml-like/core/fp16.h"
 #include "ggml-like/cpu/int_gemm.h"
+#include "ggml-like/cpu/kernels.h"
 #include "ggml-like/quant/quant.h"
 
 namespace {
@@ -19,8 +21,6 @@ namespace {
 using ggl::Type;
 
 using Api = ggl::IntGemm;
-const Api& kInt16 = ggl::kInt16Gemm;
-const Api& kInt8 = ggl::kInt8Gemm;
 
 template <class T>
 struct Aligned {
@@ -40,7 +40,7 @@ struct Case {
 enum class Path { kPanels, kRows };
 
 void check(const Api& ig, Path path, const Case& k, uint32_t seed) {
-  if (!ig.supports(k.type, k.n)) GTEST_SKIP() << "no AVX-512 VNNI in this build: the float path is used";
+  if (!ig.supports(k.type, k.n)) GTEST_SKIP() << "this kernel set has no " << ig.name << " GEMM: the float path is used";
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const size_t stride = ggl::row_bytes(k.type, k.n);
@@ -130,29 +130,39 @@ void check_row_shapes(const Api& api, std::initializer_list<Type> types) {
       check(api, Path::kRows, k, seed++);
 }
 
-TEST(Int16Gemm, MatchesExactProductWithinActivationRounding) {
-  check_shapes(kInt16, {Type::Q4_0, Type::Q4_1, Type::Q8_0});
+// Every runnable kernel set, by name.
+class PerKernelSet : public ::testing::TestWithParam<const ggl::CpuKernels*> {
+ protected:
+  const Api& int16() const { return *GetParam()->int16; }
+  const Api& int8() const { return *GetParam()->int8; }
+};
+
+TEST_P(PerKernelSet, Int16MatchesExactProductWithinActivationRounding) {
+  check_shapes(int16(), {Type::Q4_0, Type::Q4_1, Type::Q8_0});
 }
 
-TEST(Int8Gemm, MatchesExactProductWithinActivationRounding) { check_shapes(kInt8, {Type::Q4_0, Type::Q4_1}); }
+TEST_P(PerKernelSet, Int8MatchesExactProductWithinActivationRounding) { check_shapes(int8(), {Type::Q4_0, Type::Q4_1}); }
 
-TEST(Int16Gemm, RowsPathMatchesExactProductWithinActivationRounding) {
-  check_row_shapes(kInt16, {Type::Q4_0, Type::Q4_1, Type::Q8_0});
+TEST_P(PerKernelSet, Int16RowsPathMatchesExactProductWithinActivationRounding) {
+  check_row_shapes(int16(), {Type::Q4_0, Type::Q4_1, Type::Q8_0});
 }
 
-TEST(Int8Gemm, RowsPathMatchesExactProductWithinActivationRounding) {
-  check_row_shapes(kInt8, {Type::Q4_0, Type::Q4_1});
+TEST_P(PerKernelSet, Int8RowsPathMatchesExactProductWithinActivationRounding) {
+  check_row_shapes(int8(), {Type::Q4_0, Type::Q4_1});
 }
 
-TEST(Int8Gemm, TakesOnlyFourBitWeights) {
-  EXPECT_FALSE(kInt8.supports(Type::Q8_0, 64));
-  EXPECT_FALSE(kInt8.supports(Type::F16, 64));
+TEST_P(PerKernelSet, Int8TakesOnlyFourBitWeights) {
+  EXPECT_FALSE(int8().supports(Type::Q8_0, 64));
+  EXPECT_FALSE(int8().supports(Type::F16, 64));
 }
 
-TEST(Int16Gemm, TakesOnlyBlockQuantizedWeights) {
-  EXPECT_FALSE(kInt16.supports(Type::F32, 64));
-  EXPECT_FALSE(kInt16.supports(Type::F16, 64));
-  EXPECT_FALSE(kInt16.supports(Type::Q4_0, 48));
+TEST_P(PerKernelSet, Int16TakesOnlyBlockQuantizedWeights) {
+  EXPECT_FALSE(int16().supports(Type::F32, 64));
+  EXPECT_FALSE(int16().supports(Type::F16, 64));
+  EXPECT_FALSE(int16().supports(Type::Q4_0, 48));
 }
+
+INSTANTIATE_TEST_SUITE_P(Runnable, PerKernelSet, ::testing::ValuesIn(ggl::runnable_cpu_kernels()),
+                         [](const auto& info) { return std::string(info.param->isa); });
 
 }  // namespace

@@ -40,39 +40,11 @@ inline std::pair<int64_t, int64_t> split_range(int64_t n, int ith, int nth) {
   return {begin, begin + per + (ith < extra ? 1 : 0)};
 }
 
-// Dispatch: scratch bytes a node needs for a team of n_threads, and running it.
+// Scratch bytes a node needs for a team of n_threads, and running it, with the kernel set in use
+// (kernels.h; the op kernels themselves are in cpu/simd/, compiled once per instruction set).
 size_t cpu_work_bytes(const Tensor& node, int n_threads);
+void cpu_run_node(const Tensor& node, const CpuThread& th);
 // Rough multiply-add count of a node (decides how many threads a graph is worth).
 double cpu_node_cost(const Tensor& node);
-void cpu_run_node(const Tensor& node, const CpuThread& th);
-
-// op_elementwise.cpp
-void cpu_rms_norm(const Tensor& dst, const CpuThread& th);
-void cpu_binary(const Tensor& dst, const CpuThread& th);  // add, mul, div
-void cpu_unary(const Tensor& dst, const CpuThread& th);   // scale, sigmoid, silu
-void cpu_swiglu(const Tensor& dst, const CpuThread& th);
-void cpu_sum_rows(const Tensor& dst, const CpuThread& th);
-void cpu_softmax(const Tensor& dst, const CpuThread& th);
-// op_matmul.cpp
-size_t cpu_mul_mat_work(const Tensor& dst, int n_threads);
-void cpu_mul_mat(const Tensor& dst, const CpuThread& th);
-size_t cpu_mul_mat_t_work(const Tensor& dst, int n_threads);
-void cpu_mul_mat_t(const Tensor& dst, const CpuThread& th);
-size_t cpu_mul_mat_id_work(const Tensor& dst, int n_threads);
-void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th);
-// op_rope.cpp
-size_t cpu_rope_work(const Tensor& dst, int n_threads);
-void cpu_rope(const Tensor& dst, const CpuThread& th);
-// op_topk.cpp
-size_t cpu_top_k_work(const Tensor& dst, int n_threads);
-void cpu_top_k(const Tensor& dst, const CpuThread& th);
-// op_rows.cpp
-void cpu_get_rows(const Tensor& dst, const CpuThread& th);
-void cpu_concat(const Tensor& dst, const CpuThread& th);
-void cpu_cont(const Tensor& dst, const CpuThread& th);
-void cpu_copy(const Tensor& dst, const CpuThread& th);
-// op_attention.cpp
-size_t cpu_flash_attn_work(const Tensor& dst, int n_threads);
-void cpu_flash_attn(const Tensor& dst, const CpuThread& th);
 
 }  // namespace ggl

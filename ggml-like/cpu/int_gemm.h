@@ -48,14 +48,15 @@ struct IntGemm {
                         const void* const* columns, float* const* y, int64_t n_cols);
 };
 
-// What a build without AVX-512 VNNI has for a path: it supports nothing, so callers take the
+// What a kernel set without the path has for it: it supports nothing, so callers take the
 // float32 path and never call the other members.
 constexpr IntGemm unavailable_int_gemm(const char* name, int levels) {
   return {name, levels, [](Type, int64_t) { return false; }, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
 }
 
-extern const IntGemm kInt16Gemm;
-extern const IntGemm kInt8Gemm;
+// The two GEMMs of the kernel set in use (kernels.h).
+const IntGemm& int16_gemm();
+const IntGemm& int8_gemm();
 
 // Process-wide switch (on by default): off, every product takes the float32 path, e.g. to check
 // that two mathematically equal forms of a computation agree to float32 rounding.

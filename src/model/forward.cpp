@@ -56,7 +56,7 @@ MlaSpeeds mla_speeds(const Model& model) {
   // converts them): 0.6 with the integer GEMM, and half that on the float path, which does half
   // the integer GEMM's multiply-adds per cycle. The integer attention kernel measured ~1.7x the
   // float one at depth.
-  speeds.latent_gemm = w && ggl::kInt16Gemm.supports(w->type, m.kv_lora_rank) ? 0.6 : 0.3;
+  speeds.latent_gemm = w && ggl::int16_gemm().supports(w->type, m.kv_lora_rank) ? 0.6 : 0.3;
   if (ggl::mha_int16_takes(m.qk_nope + m.qk_rope, m.v_head_dim)) speeds.naive_attention = 1.7;
   return speeds;
 }

@@ -9,7 +9,7 @@
 
 #include "ggml-like/cpu/arch/x86/x86_intrinsics.h"
 
-namespace ggl::attention_wide {
+namespace ggl::GGL_ISA::attention_wide {
 
 using Vec = xsimd::batch<float, xsimd::avx512f>;
 inline constexpr int64_t kLanes = 16;
@@ -68,5 +68,5 @@ inline void softmax_block(float* sc, int64_t nk, bool masked, Vec* m, Vec* l, Ve
   }
 }
 
-}  // namespace ggl::attention_wide
+}  // namespace ggl::GGL_ISA::attention_wide
 #endif

@@ -12,7 +12,7 @@
 #include "ggml-like/core/types.h"
 #include "ggml-like/cpu/arch/x86/x86_intrinsics.h"
 
-namespace ggl::gemm_panel {
+namespace ggl::GGL_ISA::gemm_panel {
 
 inline constexpr int64_t kLanes = 16;  // rows per vector; a panel is two vectors of rows
 inline constexpr int kMaxCols = 6;     // activation columns per register tile
@@ -200,5 +200,5 @@ void multiply_panel(Type t, const void* panel, int64_t rows, int64_t n, const vo
   }
 }
 
-}  // namespace ggl::gemm_panel
+}  // namespace ggl::GGL_ISA::gemm_panel
 #endif

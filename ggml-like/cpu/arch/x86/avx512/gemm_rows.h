@@ -12,7 +12,7 @@
 #if GGL_INT_GEMM
 #include <cstring>
 
-namespace ggl::gemm_rows {
+namespace ggl::GGL_ISA::gemm_rows {
 
 // The parts of a quantized column every Format's column has, per block b: the step (scale), the
 // step times the sum of the block's integer values (offset: Q4_0's zero point 8 times it, spread
@@ -138,5 +138,5 @@ void multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, in
   }
 }
 
-}  // namespace ggl::gemm_rows
+}  // namespace ggl::GGL_ISA::gemm_rows
 #endif

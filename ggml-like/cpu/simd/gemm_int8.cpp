@@ -15,7 +15,9 @@
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/quant/quant.h"
 
-namespace ggl {
+#include "ggml-like/cpu/simd/simd_kernels.h"
+
+namespace ggl::GGL_ISA {
 namespace {
 #if GGL_INT_GEMM
 
@@ -61,7 +63,7 @@ void pack_q4_group(const uint8_t* const* qs, uint8_t* out) {
 // 8-bit activations: a step adds 4 weight-activation byte products per lane (VPDPBUSD, weights
 // unsigned); a block's sum starts at -zero_point * qsum, removing the quants' offset.
 struct Format {
-  using Column = ggl::Column;
+  using Column = GGL_ISA::Column;
   static constexpr int kSteps = kQuadsPerBlock;
   static Column view(const void* p, int64_t n) {
     const auto* base = static_cast<const uint8_t*>(p);
@@ -114,7 +116,7 @@ struct RowsFormat {
     const int8_t* q;
   };
   static Column view(const void* p, int64_t n) {
-    const ggl::Column c = Format::view(p, n);
+    const GGL_ISA::Column c = Format::view(p, n);
     return {{c.scale, c.offset, c.sum, nullptr}, c.q};
   }
   static __m256i sums(__m256i w, const Column& c, int64_t b) {
@@ -135,4 +137,4 @@ const IntGemm kInt8Gemm{"int8",         127,         supports, column_bytes, qua
 const IntGemm kInt8Gemm = unavailable_int_gemm("int8", 127);
 #endif
 
-}  // namespace ggl
+}  // namespace ggl::GGL_ISA

@@ -2,7 +2,6 @@
 // into float vectors once, already scaled, and then multiplied into every activation column of
 // the tile, so decoding is shared by the columns and each weight row is read once per tile.
 // The arithmetic is written once with xsimd; only the widening loads below are per instruction set.
-#include "ggml-like/cpu/dot.h"
 
 #include <xsimd/xsimd.hpp>
 
@@ -16,7 +15,9 @@
 
 #include "ggml-like/cpu/arch/x86/x86_intrinsics.h"
 
-namespace ggl {
+#include "ggml-like/cpu/simd/simd_kernels.h"
+
+namespace ggl::GGL_ISA {
 namespace {
 
 using Floats = xsimd::batch<float>;
@@ -325,10 +326,6 @@ void matmul(Type t, const void* w, int64_t rows, int64_t n, const float* x, int6
   }
 }
 
-void matvec(Type t, const void* w, int64_t rows, int64_t n, const float* x, float* y) {
-  matmul(t, w, rows, n, x, n, 1, y, rows, 0, rows);
-}
-
 // Called per (query, key) pair by attention, so it skips matmul's tiling and range checks.
 float dot_row(Type t, const void* w_row, const float* x, int64_t n) {
   const auto* row = static_cast<const uint8_t*>(w_row);
@@ -362,4 +359,4 @@ void decode_row(Type t, const void* w_row, float* out, int64_t n) {
   }
 }
 
-}  // namespace ggl
+}  // namespace ggl::GGL_ISA

@@ -4,7 +4,9 @@
 
 #include "ggml-like/cpu/cpu_kernels.h"
 
-namespace ggl {
+#include "ggml-like/cpu/simd/simd_kernels.h"
+
+namespace ggl::GGL_ISA {
 namespace {
 
 struct RowIndex {
@@ -129,4 +131,4 @@ void cpu_softmax(const Tensor& dst, const CpuThread& th) {
   }
 }
 
-}  // namespace ggl
+}  // namespace ggl::GGL_ISA

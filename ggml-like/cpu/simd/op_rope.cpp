@@ -6,7 +6,9 @@
 #include "ggml-like/cpu/cpu_kernels.h"
 #include "ggml-like/graph/graph.h"
 
-namespace ggl {
+#include "ggml-like/cpu/simd/simd_kernels.h"
+
+namespace ggl::GGL_ISA {
 namespace {
 
 // The pair index at which a frequency completes `rotations` turns over n_ctx_orig positions.
@@ -77,4 +79,4 @@ void cpu_rope(const Tensor& dst, const CpuThread& th) {
   }
 }
 
-}  // namespace ggl
+}  // namespace ggl::GGL_ISA

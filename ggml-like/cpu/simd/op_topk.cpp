@@ -8,7 +8,9 @@
 #include "ggml-like/cpu/cpu_kernels.h"
 #include "ggml-like/graph/graph.h"
 
-namespace ggl {
+#include "ggml-like/cpu/simd/simd_kernels.h"
+
+namespace ggl::GGL_ISA {
 namespace {
 
 size_t per_thread_bytes(const Tensor& dst) {
@@ -67,4 +69,4 @@ void cpu_top_k(const Tensor& dst, const CpuThread& th) {
   }
 }
 
-}  // namespace ggl
+}  // namespace ggl::GGL_ISA

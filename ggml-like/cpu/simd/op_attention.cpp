@@ -16,15 +16,15 @@
 
 #include "ggml-like/cpu/cpu_kernels.h"
 
-#include "ggml-like/cpu/attention_int16.h"
 #include "ggml-like/cpu/arch/x86/avx512/attention_wide.h"
 #if defined(__AVX512F__)
 #define GGL_ATTN_WIDE 1
 #endif
-#include "ggml-like/cpu/dot.h"
 #include "ggml-like/quant/quant.h"
 
-namespace ggl {
+#include "ggml-like/cpu/simd/simd_kernels.h"
+
+namespace ggl::GGL_ISA {
 namespace {
 
 struct Dims {
@@ -106,7 +106,7 @@ void attend(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int64_t j0
     const uint8_t* krow = k.row(hkv, j);
     const float* kf = reinterpret_cast<const float*>(krow);
     if (k.type != Type::F32) {
-      dequantize_row(k.type, krow, s.k, d.Dk);
+      decode_row(k.type, krow, s.k, d.Dk);
       kf = s.k;
     }
     const float* vf;
@@ -115,7 +115,7 @@ void attend(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int64_t j0
     } else if (v.type == Type::F32) {
       vf = reinterpret_cast<const float*>(v.row(hkv, j));
     } else {
-      dequantize_row(v.type, v.row(hkv, j), s.v, d.Dv);
+      decode_row(v.type, v.row(hkv, j), s.v, d.Dv);
       vf = s.v;
     }
     for (int64_t g = 0; g < d.G; ++g) {
@@ -200,7 +200,7 @@ void attend_wide(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& lan
       if (k.type == Type::F32) {
         krow[j] = reinterpret_cast<const float*>(kr);
       } else {
-        dequantize_row(k.type, kr, krows_f + j * d.Dk, d.Dk);
+        decode_row(k.type, kr, krows_f + j * d.Dk, d.Dk);
         krow[j] = krows_f + j * d.Dk;
       }
       if (v_in_k) {
@@ -208,7 +208,7 @@ void attend_wide(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& lan
       } else if (v.type == Type::F32) {
         vrow[j] = reinterpret_cast<const float*>(v.row(hkv, jb + j));
       } else {
-        dequantize_row(v.type, v.row(hkv, jb + j), vrows_f + j * d.Dv, d.Dv);
+        decode_row(v.type, v.row(hkv, jb + j), vrows_f + j * d.Dv, d.Dv);
         vrow[j] = vrows_f + j * d.Dv;
       }
     }
@@ -411,4 +411,4 @@ void cpu_flash_attn(const Tensor& dst, const CpuThread& th) {
   }
 }
 
-}  // namespace ggl
+}  // namespace ggl::GGL_ISA

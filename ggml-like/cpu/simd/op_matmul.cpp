@@ -1,14 +1,15 @@
-// Matrix multiplications with weights of any type. The inner loops are ggl::matmul (dot.h), so
+// Matrix multiplications with weights of any type. The inner loops are matmul (dot.cpp), so
 // faster kernels plug in there; this file only decides which rows and columns each thread takes.
 #include <algorithm>
 #include <cstring>
 
 #include "ggml-like/cpu/cpu_kernels.h"
-#include "ggml-like/cpu/dot.h"
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/quant/quant.h"
 
-namespace ggl {
+#include "ggml-like/cpu/simd/simd_kernels.h"
+
+namespace ggl::GGL_ISA {
 namespace {
 
 // Batch b (flattened over dims 2, 3 of the result) maps to a batch of an operand with fewer
@@ -321,4 +322,4 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
   }
 }
 
-}  // namespace ggl
+}  // namespace ggl::GGL_ISA

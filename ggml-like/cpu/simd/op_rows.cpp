@@ -5,7 +5,9 @@
 #include "ggml-like/cpu/cpu_kernels.h"
 #include "ggml-like/quant/quant.h"
 
-namespace ggl {
+#include "ggml-like/cpu/simd/simd_kernels.h"
+
+namespace ggl::GGL_ISA {
 
 void cpu_get_rows(const Tensor& dst, const CpuThread& th) {
   const Tensor& table = *dst.src[0];
@@ -65,4 +67,4 @@ void cpu_copy(const Tensor& dst, const CpuThread& th) {
   }
 }
 
-}  // namespace ggl
+}  // namespace ggl::GGL_ISA

@@ -15,7 +15,9 @@
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/quant/quant.h"
 
-namespace ggl {
+#include "ggml-like/cpu/simd/simd_kernels.h"
+
+namespace ggl::GGL_ISA {
 namespace {
 #if GGL_INT_GEMM
 
@@ -105,7 +107,7 @@ void pack_q4_group(const uint8_t* const* qs, bool offset8, uint8_t* out) {
 
 // 16-bit activations: a step adds a pair of weight-activation products per lane (VPDPWSSD).
 struct Format {
-  using Column = ggl::Column;
+  using Column = GGL_ISA::Column;
   static constexpr int kSteps = kPairs;
   static Column view(const void* p, int64_t n) {
     const auto* base = static_cast<const uint8_t*>(p);
@@ -148,7 +150,7 @@ struct RowsFormat {
     const uint8_t* lo;
   };
   static Column view(const void* p, int64_t n) {
-    const ggl::Column c = Format::view(p, n);
+    const GGL_ISA::Column c = Format::view(p, n);
     return {{c.scale, c.offset, c.sum, c.hi_offset}, c.hi, c.lo};
   }
   static __m256i halves(const Column& c, int64_t b, __m256i* lo) {
@@ -216,4 +218,4 @@ const IntGemm kInt16Gemm{"int16",        32767,       supports, column_bytes, qu
 const IntGemm kInt16Gemm = unavailable_int_gemm("int16", 32767);
 #endif
 
-}  // namespace ggl
+}  // namespace ggl::GGL_ISA

@@ -13,7 +13,6 @@
 // K and V are converted once per op into the shared work area (all heads, all keys), with V
 // interleaved by pairs of keys (the pair VPDPWSSD multiplies), then the passes are dealt
 // round-robin as in the float kernel.
-#include "ggml-like/cpu/attention_int16.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,7 +24,9 @@
 #include "ggml-like/cpu/arch/x86/avx512/attention_wide.h"
 #endif
 
-namespace ggl {
+#include "ggml-like/cpu/simd/simd_kernels.h"
+
+namespace ggl::GGL_ISA {
 
 #if GGL_INT_GEMM
 namespace {
@@ -348,4 +349,4 @@ void mha_int16(const Tensor&, const CpuThread&) {}
 
 #endif
 
-}  // namespace ggl
+}  // namespace ggl::GGL_ISA

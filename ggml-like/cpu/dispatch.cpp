@@ -1,0 +1,151 @@
+// The choice of kernel table (kernels.h), and the ggl:: entry points of the kernels, which forward
+// to the table in use. Compiled for the baseline: this file runs before anything is known about
+// the CPU, so it must not use any instruction set it checks for.
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "ggml-like/core/error.h"
+#include "ggml-like/cpu/attention_int16.h"
+#include "ggml-like/cpu/cpu_kernels.h"
+#include "ggml-like/cpu/dot.h"
+#include "ggml-like/cpu/int_gemm.h"
+#include "ggml-like/cpu/kernels.h"
+
+// The sets this build has (CMake defines GGL_HAVE_ISA_<set> for each).
+#define GGL_DECLARE_ISA(isa) \
+  namespace ggl::isa {       \
+  extern const CpuKernels kKernels; \
+  }
+#if defined(GGL_HAVE_ISA_native)
+GGL_DECLARE_ISA(native)
+#endif
+#if defined(GGL_HAVE_ISA_avx512)
+GGL_DECLARE_ISA(avx512)
+#endif
+#if defined(GGL_HAVE_ISA_avx2)
+GGL_DECLARE_ISA(avx2)
+#endif
+#if defined(GGL_HAVE_ISA_generic)
+GGL_DECLARE_ISA(generic)
+#endif
+
+namespace ggl {
+namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+bool cpu_has(const char* feature) {
+  __builtin_cpu_init();
+  if (std::string_view(feature) == "avx512") {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vnni");
+  }
+  if (std::string_view(feature) == "avx2")
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
+           __builtin_cpu_supports("bmi2");
+  return false;
+}
+#else
+bool cpu_has(const char*) { return false; }
+#endif
+
+struct Candidate {
+  const CpuKernels* kernels;
+  bool runs;
+};
+
+// Every set of this build, best first, with whether this CPU runs it.
+std::vector<Candidate> candidates() {
+  std::vector<Candidate> all;
+#if defined(GGL_HAVE_ISA_native)
+  all.push_back({&native::kKernels, true});  // built for this machine
+#endif
+#if defined(GGL_HAVE_ISA_avx512)
+  all.push_back({&avx512::kKernels, cpu_has("avx512")});
+#endif
+#if defined(GGL_HAVE_ISA_avx2)
+  all.push_back({&avx2::kKernels, cpu_has("avx2")});
+#endif
+#if defined(GGL_HAVE_ISA_generic)
+  all.push_back({&generic::kKernels, true});
+#endif
+  return all;
+}
+
+std::string names(const std::vector<const CpuKernels*>& sets) {
+  std::string s;
+  for (const CpuKernels* k : sets) s += (s.empty() ? "" : ", ") + std::string(k->isa);
+  return s;
+}
+
+// The best runnable set, or the one LATTE_CPU names.
+const CpuKernels* initial_choice() {
+  const std::vector<const CpuKernels*> runnable = runnable_cpu_kernels();
+  const char* wanted = std::getenv("LATTE_CPU");
+  if (wanted == nullptr || *wanted == '\0') return runnable.front();
+  for (const CpuKernels* k : runnable)
+    if (std::string_view(k->isa) == wanted) return k;
+  fail("LATTE_CPU={}: not a kernel set this build has and this CPU runs (it runs: {})", wanted, names(runnable));
+}
+
+std::atomic<const CpuKernels*> g_chosen{nullptr};
+
+}  // namespace
+
+std::vector<const CpuKernels*> runnable_cpu_kernels() {
+  std::vector<const CpuKernels*> runnable;
+  for (const Candidate& c : candidates())
+    if (c.runs) runnable.push_back(c.kernels);
+  return runnable;
+}
+
+const CpuKernels& cpu_kernels() {
+  const CpuKernels* k = g_chosen.load(std::memory_order_acquire);
+  if (k != nullptr) return *k;
+  static const CpuKernels* const first = initial_choice();  // thread-safe, once
+  const CpuKernels* expected = nullptr;
+  g_chosen.compare_exchange_strong(expected, first, std::memory_order_acq_rel);
+  return *g_chosen.load(std::memory_order_acquire);
+}
+
+void set_cpu_kernels(const CpuKernels& k) { g_chosen.store(&k, std::memory_order_release); }
+
+std::string describe_cpu_kernels(const CpuKernels& k) {
+  std::string paths;
+  auto add = [&paths](const char* what) { paths += (paths.empty() ? "" : ", ") + std::string(what); };
+  if (k.int16->supports(Type::Q4_0, kQuantBlock)) add("16-bit integer GEMMs");
+  if (k.int8->supports(Type::Q4_0, kQuantBlock)) add("8-bit integer GEMMs");
+  if (k.mha_int16_takes(128, 128)) add("integer MHA attention");
+  return std::string(k.isa) + " kernels: " + (paths.empty() ? "float32 paths only" : paths);
+}
+
+// ---- The ggl:: entry points, forwarding to the table in use. ----
+
+float dot_row(Type t, const void* w_row, const float* x, int64_t n) { return cpu_kernels().dot_row(t, w_row, x, n); }
+
+void matmul(Type t, const void* w, int64_t rows, int64_t n, const float* x, int64_t x_stride, int64_t n_cols,
+            float* y, int64_t y_stride, int64_t row_begin, int64_t row_end) {
+  cpu_kernels().matmul(t, w, rows, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
+}
+
+void matvec(Type t, const void* w, int64_t rows, int64_t n, const float* x, float* y) {
+  matmul(t, w, rows, n, x, n, 1, y, rows, 0, rows);
+}
+
+void decode_row(Type t, const void* w_row, float* out, int64_t n) { cpu_kernels().decode_row(t, w_row, out, n); }
+
+size_t cpu_work_bytes(const Tensor& node, int n_threads) { return cpu_kernels().node_work_bytes(node, n_threads); }
+
+void cpu_run_node(const Tensor& node, const CpuThread& th) { cpu_kernels().run_node(node, th); }
+
+bool mha_int16_takes(int64_t Dk, int64_t Dv) { return cpu_kernels().mha_int16_takes(Dk, Dv); }
+
+bool mha_int16_applies(const Tensor& dst) { return cpu_kernels().mha_int16_applies(dst); }
+
+const IntGemm& int16_gemm() { return *cpu_kernels().int16; }
+
+const IntGemm& int8_gemm() { return *cpu_kernels().int8; }
+
+}  // namespace ggl

@@ -1,0 +1,48 @@
+// The CPU kernels of one instruction set as a table, and the choice of the table a process uses.
+// The kernels are written once (cpu/simd/) and compiled once per instruction set the build targets
+// (x86: avx512 = AVX-512 F/BW/VL/DQ/VNNI, avx2 = AVX2/FMA/F16C, generic = the baseline; or native =
+// the build machine only, with LATTE_NATIVE). At start-up the best set this CPU runs is chosen
+// from CPUID; the environment variable LATTE_CPU=<set> picks another one that the CPU can run.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ggml-like/core/types.h"
+
+namespace ggl {
+
+struct Tensor;
+struct CpuThread;
+struct IntGemm;
+
+struct CpuKernels {
+  const char* isa;  // the set's name: "avx512", "avx2", "generic", "native", ...
+  // The float32 path (dot.h).
+  float (*dot_row)(Type t, const void* w_row, const float* x, int64_t n);
+  void (*matmul)(Type t, const void* w, int64_t rows, int64_t n, const float* x, int64_t x_stride, int64_t n_cols,
+                 float* y, int64_t y_stride, int64_t row_begin, int64_t row_end);
+  void (*decode_row)(Type t, const void* w_row, float* out, int64_t n);
+  // Every op: scratch bytes of a node, and running it (cpu_kernels.h).
+  size_t (*node_work_bytes)(const Tensor& node, int n_threads);
+  void (*run_node)(const Tensor& node, const CpuThread& th);
+  // Whether MHA prefill attention takes 16-bit integers (attention_int16.h).
+  bool (*mha_int16_takes)(int64_t Dk, int64_t Dv);
+  bool (*mha_int16_applies)(const Tensor& dst);
+  // The integer GEMMs (int_gemm.h); a set without them has ones that support nothing.
+  const IntGemm* int16;
+  const IntGemm* int8;
+};
+
+// The table in use.
+const CpuKernels& cpu_kernels();
+// Every set this build has that this CPU can run, best first.
+std::vector<const CpuKernels*> runnable_cpu_kernels();
+// Makes `k` the table in use (tests force each path with it; never while a graph runs).
+void set_cpu_kernels(const CpuKernels& k);
+// One line on what runs: the set, and which integer paths it has ("avx512: integer GEMMs (16-bit,
+// 8-bit), integer MHA attention"), for `latte bench` and `latte info --system`.
+std::string describe_cpu_kernels(const CpuKernels& k);
+
+}  // namespace ggl

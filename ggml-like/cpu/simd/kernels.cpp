@@ -1,0 +1,14 @@
+// This instruction set's table of kernels (kernels.h), read by cpu/dispatch.cpp.
+#include "ggml-like/cpu/simd/simd_kernels.h"
+
+#define GGL_STRINGIFY2(x) #x
+#define GGL_STRINGIFY(x) GGL_STRINGIFY2(x)
+
+namespace ggl::GGL_ISA {
+
+const CpuKernels kKernels{
+    GGL_STRINGIFY(GGL_ISA), dot_row,           matmul,      decode_row, node_work_bytes, run_node,
+    mha_int16_takes,        mha_int16_applies, &kInt16Gemm, &kInt8Gemm,
+};
+
+}  // namespace ggl::GGL_ISA
