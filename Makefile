@@ -1,9 +1,12 @@
-# Thin wrapper around CMake. `make` builds build/bin/latte; `make test` builds and runs the tests.
+# Thin wrapper around CMake. `make` builds build/bin/latte and the test suites; `make test` builds
+# and runs the tests; `make demo` builds only latte. The first run installs missing Debian
+# packages (with sudo when not root; see scripts/install-deps.sh).
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+PREFIX ?= /usr/local
 
-.PHONY: all deps configure test demo bench clean
+.PHONY: all deps configure latte test demo bench install uninstall clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -14,16 +17,30 @@ deps:
 configure: deps
 	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 
-# Builds (installing dependencies if needed) and tells a story with the shipped tiny MLA model.
-demo: all
+# Only the latte binary (not the test suites).
+latte: configure
+	cmake --build $(BUILD) -j $(JOBS) --target latte
+
+# Builds latte alone (installing dependencies if needed) and tells a story with the shipped tiny
+# MLA model.
+demo: latte
 	$(BUILD)/bin/latte run -p "Once upon a time" -n 200 --echo
+
+# $(PREFIX)/bin/latte, and the shipped tiny model in $(PREFIX)/share/latte/models, where an
+# installed latte looks for its default model. DESTDIR is honoured for packaging.
+install: latte
+	install -D -m 755 $(BUILD)/bin/latte $(DESTDIR)$(PREFIX)/bin/latte
+	install -D -m 644 models/tiny-mla-stories-f32.gguf $(DESTDIR)$(PREFIX)/share/latte/models/tiny-mla-stories-f32.gguf
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/latte $(DESTDIR)$(PREFIX)/share/latte/models/tiny-mla-stories-f32.gguf
 
 # The standard benchmark set (llama-bench style, with the DRAM roofline) on a synthetic
 # DeepSeek-V2-Lite Q4_0: exact geometry, random weights, ~8.3 GiB, written once by `latte synth`
 # into the build directory. BENCH_MODEL=FILE benchmarks another model; BENCH_FLAGS changes the set.
 BENCH_MODEL ?= $(BUILD)/synth/deepseek-v2-lite-q4_0.gguf
 BENCH_FLAGS ?= -p 512 -n 128 -d 0,4096 -r 3 --roofline
-bench: all
+bench: latte
 	@test -f $(BENCH_MODEL) || { mkdir -p $(dir $(BENCH_MODEL)) && \
 	  $(BUILD)/bin/latte synth --preset v2-lite --type q4_0 -o $(BENCH_MODEL); }
 	$(BUILD)/bin/latte bench -m $(BENCH_MODEL) $(BENCH_FLAGS)

@@ -137,12 +137,12 @@ TEST(BenchCli, BadInputIsAOneLineError) {
   const std::string m = "bench -m " + fixture();
   const Case cases[] = {
       {m + " -o xml", "-o 'xml'"},
-      {m + " -p -1", "-p -1"},
-      {m + " -d 0,-8", "-d -8"},
-      {m + " -r 0", "-r 0"},
-      {m + " -t 0", "-t 0"},
+      {m + " -p -1", "-p must be >= 0 (got -1)"},
+      {m + " -d 0,-8", "-d must be >= 0 (got -8)"},
+      {m + " -r 0", "-r must be >= 1 (got 0)"},
+      {m + " -t 0", "-t must be >= 1 (got 0)"},
       {m + " -p 0 -n 0", "nothing to run"},
-      {m + " -p abc", "-p"},
+      {m + " -p abc", "-p: 'abc' is not an integer"},
       {m + " --cache-type q5_k", "--cache-type"},
       {m + " --bogus", "--bogus"},
       {"bench -m /nonexistent/model.gguf", "/nonexistent/model.gguf"},

@@ -124,7 +124,10 @@ TEST_F(EvalCli, BadInputGivesOneLineErrors) {
                "token 512 at position 2 is outside the vocabulary of 512 tokens");
   expect_error(model + " --tokens " + write_file("neg.txt", "1 -4").string() + out, "token -4 at position 1");
   expect_error(model + " --tokens " + good.string() + " -c 4" + out, "5 tokens exceed the context of 4 tokens");
-  expect_error(model + " --tokens " + (dir_ / "absent.txt").string() + out, "cannot open the token file");
+  expect_error(model + " --tokens " + (dir_ / "absent.txt").string() + out, "absent.txt: no such token file");
+  expect_error(model + " --tokens " + dir_.string() + out, dir_.string() + ": is a directory, not a token file");
+  expect_error(model + " --tokens " + good.string() + " --logits-out " + dir_.string(),
+               "--logits-out " + dir_.string() + ": is a directory; give a file name");
   expect_error(model + " --tokens " + write_file("bad.txt", "1 2 x3 4").string() + out, "'x3' (token 2) is not a token id");
   expect_error(model + " --tokens " + write_file("empty.txt", " \n").string() + out, "no token ids");
   expect_error(model + " --tokens " + good.string() + " --cache-type q4_0" + out, "--cache-type 'q4_0'");

@@ -1,5 +1,5 @@
 // `latte run`: greedy continuations equal the reference engine's, seeds reproduce, limits and bad
-// input behave, Ctrl-C stops cleanly.
+// input behave, Ctrl-C stops cleanly with exit code 130.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -47,7 +47,8 @@ TEST(RunCli, GreedyStories260KMatchesReferenceContinuation) {
                          " -p 'Once upon a time' --temp 0 -n 64",
                      /*merge_stderr=*/false);
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_EQ(r.out, expected.substr(std::string(kPrompt).size()));
+  // The text always ends with a newline (the stderr summary starts a line of its own).
+  EXPECT_EQ(r.out, expected.substr(std::string(kPrompt).size()) + "\n");
 }
 
 TEST(RunCli, GreedyDefaultModelMatchesTinyMlaReferenceContinuation) {
@@ -57,7 +58,8 @@ TEST(RunCli, GreedyDefaultModelMatchesTinyMlaReferenceContinuation) {
   // No -m: the shipped default model (the tiny MLA story model).
   auto r = run_latte("run -p 'Once upon a time' --temp 0 -n 64", /*merge_stderr=*/false);
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_EQ(r.out, expected.substr(std::string(kPrompt).size()));
+  // The text always ends with a newline (the stderr summary starts a line of its own).
+  EXPECT_EQ(r.out, expected.substr(std::string(kPrompt).size()) + "\n");
 }
 
 TEST(RunCli, EchoPrintsThePromptFirst) {
@@ -107,7 +109,9 @@ TEST(RunCli, BadInputIsAOneLineErrorWithNonZeroExit) {
       {"run -p hi --temp -1", "--temp"},
       {"run -p hi --cache-type q5_k", "--cache-type"},
       {"run -p hi --bogus-flag", "--bogus-flag"},
-      {"run -p hi -n x", "--n-predict"},
+      {"run -p hi -n x", "-n: 'x' is not an integer"},
+      {"run -f /", "/: is a directory, not a prompt file"},
+      {"run -m / -p hi", "/: not a regular file"},
   };
   for (const Case& c : cases) {
     auto r = run_latte(c.args);
@@ -119,7 +123,8 @@ TEST(RunCli, BadInputIsAOneLineErrorWithNonZeroExit) {
 
 TEST(RunCli, CtrlCStopsGenerationAndPrintsTheSummary) {
   // A long generation (context far beyond what it can fill before the signal); SIGINT once the
-  // first text has arrived. The process must exit 0 with the summary marked as interrupted.
+  // first text has arrived. The process must print the summary marked as interrupted and exit 130
+  // (128 + SIGINT, what a shell reports for a process Ctrl-C ended).
   int out_pipe[2], err_pipe[2];
   ASSERT_EQ(pipe(out_pipe), 0);
   ASSERT_EQ(pipe(err_pipe), 0);
@@ -147,7 +152,7 @@ TEST(RunCli, CtrlCStopsGenerationAndPrintsTheSummary) {
   int status = 0;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 0) << err;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << err;
   EXPECT_NE(err.find("(interrupted)"), std::string::npos) << err;
   EXPECT_FALSE(out.empty());
 }

@@ -90,7 +90,7 @@ TEST(Sampling, SameSeedSameTokensDifferentSeedsDiffer) {
   EXPECT_EQ(run(42), run(42));
   EXPECT_NE(run(42), run(43));
   EXPECT_EQ(Sampler(plain(7)).seed(), 7u);
-  // -1 draws a 64-bit seed from the system (reported by seed() so a run can be reproduced).
+  // -1 draws a 32-bit seed from the system (reported by seed() so -s can reproduce the run).
   EXPECT_NE(Sampler(plain(-1)).seed(), Sampler(plain(-1)).seed());
 }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace latte::testing {
 
@@ -23,6 +24,7 @@ inline std::filesystem::path test_data_dir() { return LATTE_TEST_DATA_DIR; }
 struct CommandResult {
   int exit_code = -1;
   std::string out;  // stdout and stderr, interleaved as the shell merges them
+  std::string err;  // stderr alone, from run_latte_apart()
 };
 
 // Runs a shell command line, capturing its output (stdout and stderr merged, or stdout alone
@@ -42,6 +44,24 @@ inline CommandResult run_command(const std::string& command_line, bool merge_std
 // Runs the latte binary with the given arguments (already shell-quoted where needed).
 inline CommandResult run_latte(const std::string& args, bool merge_stderr = true) {
   return run_command(latte_binary().string() + " " + args, merge_stderr);
+}
+
+// Runs the latte binary with stdout (in out) and stderr (in err) captured apart; stderr goes
+// through a temporary file, so the two never block each other.
+inline CommandResult run_latte_apart(const std::string& args) {
+  static int n = 0;
+  const std::filesystem::path err_path = std::filesystem::temp_directory_path() /
+                                         ("latte-stderr-" + std::to_string(::getpid()) + "-" + std::to_string(++n));
+  CommandResult r =
+      run_command("{ " + latte_binary().string() + " " + args + " 2>'" + err_path.string() + "'; }", false);
+  if (FILE* f = std::fopen(err_path.c_str(), "rb")) {
+    std::array<char, 4096> buf;
+    size_t got;
+    while ((got = std::fread(buf.data(), 1, buf.size(), f)) > 0) r.err.append(buf.data(), got);
+    std::fclose(f);
+  }
+  std::filesystem::remove(err_path);
+  return r;
 }
 
 }  // namespace latte::testing

@@ -17,6 +17,7 @@
 
 #include "ggml-like/core/error.h"
 #include "ggml-like/gguf/gguf.h"
+#include "src/model/hparams.h"
 #include "src/model/model.h"
 #include "src/model/session.h"
 #include "src/synth/geometry.h"
@@ -96,6 +97,31 @@ TEST(SynthPresets, V2LiteGeometry) {
   EXPECT_EQ(g.n_ff, 10944);
   EXPECT_EQ(g.n_vocab, 102400);
   EXPECT_EQ(g.yarn_factor, 40.0f);
+}
+
+// What synth writes must load in latte for every preset and layer count, including the counts
+// that keep only dense layers (V3's first three): the hyperparameters read back agree with the
+// tensors planned (a metadata-only file: the big presets' weights would take gigabytes).
+TEST(SynthPresets, EveryPresetAndLayerCountGivesHparamsLatteAccepts) {
+  const fs::path path = fs::temp_directory_path() / ("latte-synth-hparams-" + std::to_string(::getpid()) + ".gguf");
+  for (const std::string& name : latte::synth::preset_names()) {
+    for (int64_t layers : {1, 2, 3, 4}) {
+      const Geometry g = latte::synth::with_layers(latte::synth::preset(name), layers);
+      for (MlaLayout layout : {MlaLayout::KvB, MlaLayout::KbVb}) {
+        ggl::GgufWriter w;
+        latte::convert::put_str(w.metadata(), "general.architecture", "deepseek2");
+        latte::synth::add_hparams(g, layout, w.metadata());
+        w.write(path.string());
+        const ggl::GgufFile file(path.string());
+        latte::Hparams hp;
+        ASSERT_NO_THROW(hp = latte::read_hparams(file)) << name << " --layers " << layers;
+        int64_t moe_layers = 0;
+        for (const auto& t : latte::synth::plan_tensors(g, layout)) moe_layers += t.name.ends_with("ffn_gate_inp.weight");
+        EXPECT_EQ(hp.n_layer - hp.moe.n_leading_dense, moe_layers) << name << " --layers " << layers;
+      }
+    }
+  }
+  fs::remove(path);
 }
 
 TEST(SynthPresets, LayersShrinkAndUnknownNamesFail) {

@@ -45,6 +45,18 @@ TEST_F(SynthCli, WritesALoadableFileAndSaysWhat) {
   EXPECT_NE(bench.out.find("| mini "), std::string::npos) << bench.out;
 }
 
+// Cut to its first layer, V3's geometry has no MoE layer left (its first three are dense): synth
+// must still write a file latte runs (tiny-v3 is V3 flavoured, with one leading dense layer).
+TEST_F(SynthCli, AllDenseLayersLoadAndRun) {
+  const fs::path out = dir_ / "dense.gguf";
+  const auto r = run_latte("synth --preset tiny-v3 --layers 1 --type q8_0 -o " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const latte::Model model(out.string());
+  EXPECT_EQ(model.hparams().moe.n_leading_dense, 1);
+  const auto bench = run_latte("bench -m " + out.string() + " -p 8 -n 2 -r 1 -t 1", /*merge_stderr=*/false);
+  EXPECT_EQ(bench.exit_code, 0) << bench.out;
+}
+
 TEST_F(SynthCli, BadInputIsAOneLineError) {
   struct Case {
     std::string args, expect;

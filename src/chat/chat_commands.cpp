@@ -58,8 +58,8 @@ std::string chat_stats(const ChatSession& chat) {
       out += fmt::format("  dropped {} old turns; {} cached tokens shifted, {} evaluated again\n", t.dropped_turns,
                          t.shifted, t.reevaluated);
   }
-  out += fmt::format("session: {} turns, {} tokens evaluated, {} generated\n", chat.turns(), chat.total_evaluated(),
-                     chat.total_generated());
+  out += fmt::format("session: {} turns, {} tokens evaluated, {} generated; seed {}\n", chat.turns(),
+                     chat.total_evaluated(), chat.total_generated(), chat.sampler().seed());
   return out;
 }
 

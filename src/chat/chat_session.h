@@ -71,6 +71,7 @@ class ChatSession {
   const Session& session() const { return session_; }
   Session& session() { return session_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
+  const Sampler& sampler() const { return sampler_; }
   const std::vector<int32_t>& cached_tokens() const { return cached_; }
   const ChatOptions& options() const { return options_; }
 

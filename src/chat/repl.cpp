@@ -82,7 +82,7 @@ void respond(ChatSession& chat, std::string text, const ReplOptions& o, std::ato
 
 int run_chat_repl(ChatSession& chat, const ReplOptions& options, std::atomic<bool>& interrupted) {
   LineReader reader({.terminal = options.terminal, .blocks = options.multiline, .history_path = options.history_path});
-  bool interrupted_at_prompt = false;
+  bool interrupted_at_prompt = false, failed = false, quit_by_interrupt = false;
   std::string text;
   while (true) {
     const LineReader::Result r = reader.read(text, interrupted);
@@ -93,7 +93,10 @@ int run_chat_repl(ChatSession& chat, const ReplOptions& options, std::atomic<boo
     }
     if (r == LineReader::Result::kInterrupted) {
       interrupted.store(false);
-      if (interrupted_at_prompt || !options.terminal) break;
+      if (interrupted_at_prompt || !options.terminal) {
+        quit_by_interrupt = true;
+        break;
+      }
       interrupted_at_prompt = true;
       std::fputs("(Ctrl-C again or Ctrl-D to quit)\n", stderr);
       continue;
@@ -104,16 +107,18 @@ int run_chat_repl(ChatSession& chat, const ReplOptions& options, std::atomic<boo
     if (text.find_first_not_of(" \t\r\n") == std::string::npos) continue;
     try {
       if (is_chat_command(text)) {
-        if (run_chat_command(text, chat, stdout) == CommandOutcome::kQuit) break;
+        if (run_chat_command(text, chat, options.status) == CommandOutcome::kQuit) break;
         continue;
       }
       if (text.starts_with("//")) text.erase(0, 1);
       respond(chat, std::move(text), options, interrupted);
     } catch (const ggl::Error& e) {
       std::fprintf(stderr, "error: %s\n", e.what());
+      failed = true;
     }
   }
-  return 0;
+  if (quit_by_interrupt) return 130;
+  return failed && !options.terminal ? 1 : 0;
 }
 
 }  // namespace latte

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -19,6 +20,9 @@
 #include "src/bench/bench_runner.h"
 #include "src/bench/weight_traffic.h"
 #include "src/cli/commands.h"
+#include "src/cli/context_warning.h"
+#include "src/cli/flag_checks.h"
+#include "src/cli/notes.h"
 #include "src/cli/parse_flags.h"
 #include "src/cli/default_model.h"
 #include "src/cli/session_flags.h"
@@ -44,27 +48,32 @@ int cmd_bench(int argc, char** argv) {
   app.add_option("-m,--model", model_path, "GGUF model (default: the shipped tiny MLA story model)");
   app.add_option("-p,--n-prompt", opts.n_prompt, "prompt sizes, comma-separated (0: no pp tests)")
       ->delimiter(',')
+      ->check(integer(0))
       ->default_str("512");
   app.add_option("-n,--n-gen", opts.n_gen, "generation lengths, comma-separated (0: no tg tests)")
       ->delimiter(',')
+      ->check(integer(0))
       ->default_str("128");
   app.add_option("-d,--n-depth", opts.n_depth, "cached tokens before each test, comma-separated")
       ->delimiter(',')
+      ->check(integer(0))
       ->default_str("0");
+  session_flags.lists = true;  // -ngl 0,99 and -fa 0,1 as in llama-bench
   session_flags.add_to(app);
   // Replaced by lists; the context is sized per test (depth + tokens).
   app.remove_option(app.get_option("--threads"));
   app.remove_option(app.get_option("--ctx-size"));
   app.add_option("-t,--threads", opts.threads, "thread counts, comma-separated (default: one per physical core)")
-      ->delimiter(',');
-  app.add_option("-r,--repetitions", opts.repetitions, "timed runs per test")->capture_default_str();
+      ->delimiter(',')
+      ->check(integer(1, std::numeric_limits<int>::max()));
+  app.add_option("-r,--repetitions", opts.repetitions, "timed runs per test")->capture_default_str()->check(integer(1));
   app.add_option("-o,--output", output, "output format: md (a table) or json (an array)")->capture_default_str();
   app.add_flag("--roofline", roofline,
                "probe DRAM read bandwidth, report the weight bytes each generated token reads and the bound they "
                "imply, and show tg speed as a % of it");
   app.add_option("--roofline-mib", probe_mib, "size of the bandwidth probe's buffer in MiB (far beyond the LLC)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(integer(1));
   app.add_flag("--no-warmup", no_warmup, "skip the untimed warm-up run before each test");
   if (const auto done = parse_flags(app, argc, argv)) return *done;
   if (output != "md" && output != "json") ggl::fail("-o '{}' is not md or json", output);
@@ -75,6 +84,14 @@ int cmd_bench(int argc, char** argv) {
   if (model_path.empty()) model_path = default_model_path();
   const Model model(model_path);
   const bench::ModelSummary summary = bench::summarize_model(model, model_path);
+  const auto largest = std::max_element(tests.begin(), tests.end(), [](const auto& a, const auto& b) {
+    return a.n_depth + a.n_tokens() < b.n_depth + b.n_tokens();
+  });
+  const int64_t most_tokens = largest->n_depth + largest->n_tokens();
+  const std::string beyond =
+      beyond_training_warning(model.hparams(), fmt::format("the {} test ({} tokens)", largest->name(), most_tokens),
+                              most_tokens);
+  if (!beyond.empty()) warning(app.get_name(), beyond);
   const std::string cache_type(ggl::type_name(opts.session.cache_type));
   std::optional<bench::Roofline> roof;
   if (roofline) {

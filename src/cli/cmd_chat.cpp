@@ -14,9 +14,11 @@
 #include "src/chat/chat_session.h"
 #include "src/chat/repl.h"
 #include "src/cli/commands.h"
-#include "src/cli/parse_flags.h"
 #include "src/cli/default_model.h"
+#include "src/cli/flag_checks.h"
 #include "src/cli/interrupt.h"
+#include "src/cli/parse_flags.h"
+#include "src/cli/prompt_flags.h"
 #include "src/cli/session_flags.h"
 #include "src/sampling/sampling_flags.h"
 #include "src/tokenizer/tokenizer.h"
@@ -44,67 +46,67 @@ std::string history_path() {
 }  // namespace
 
 int cmd_chat(int argc, char** argv) {
-  // llama.cpp spells the system prompt flag -sys, a multi-letter single-dash name CLI11 does not
-  // take: rewrite it to its long form before parsing.
-  std::vector<std::string> args(argv, argv + argc);
-  for (size_t i = 1; i < args.size(); ++i)
-    if (args[i] == "-sys") args[i] = "--system-prompt";
-  std::vector<char*> rewritten;
-  for (std::string& a : args) rewritten.push_back(a.data());
-
   CLI::App app{"Chat with a model: replies stream token by token; the conversation stays in the cache", argv[0]};
   std::string model_path, system_prompt, template_name;
   bool list_templates = false, hide_thinking = false, multiline = false, ignore_eos = false, context_shift = false,
        verbose = false;
   int64_t n_predict = -1;
   SessionFlags session_flags;
+  PromptFlags prompt_flags;
   SamplingParams sampling;
   app.add_option("-m,--model", model_path, "GGUF model (default: the shipped tiny MLA story model)");
-  app.add_option("--system-prompt", system_prompt, "system prompt (also -sys TEXT)");
+  app.add_option("--system-prompt", system_prompt,
+                 "system prompt (also -sys TEXT; escapes such as \\n are processed, see --no-escape)");
   app.add_option("--chat-template", template_name,
                  "chat template (default: recognised from the model's tokenizer.chat_template, else plain); "
                  "see --list-templates");
   app.add_flag("--list-templates", list_templates, "list the chat templates and exit");
   app.add_option("-n,--n-predict", n_predict, "most tokens per reply (default -1: until end of generation)")
-      ->check(CLI::Range(int64_t{-1}, INT64_MAX));
+      ->check(integer(-1));
   app.add_flag("--ignore-eos", ignore_eos, "never end a reply at an end-of-generation token (use with -n)");
   app.add_flag("--hide-thinking", hide_thinking, "leave reasoning models' <think>...</think> spans out of the output");
-  app.add_flag("--multiline", multiline, "an input is every line up to a blank line (default: one line)");
+  app.add_flag("--multiline", multiline,
+               "an input is every line up to a blank line (default: one line; also -mli, --multiline-input)");
   app.add_flag("--context-shift", context_shift,
                "when the context is full, shift the cache over the dropped turns instead of evaluating the kept ones "
                "again (instant, but approximate: see the README)");
   app.add_flag("-v,--verbose", verbose, "print a line per turn on stderr: tokens evaluated and generated, speeds");
+  prompt_flags.add_to(app);
   session_flags.add_to(app);
   add_sampling_flags(app, sampling);
-  if (auto done = parse_flags(app, static_cast<int>(rewritten.size()), rewritten.data())) return *done;
+  if (auto done = parse_flags(app, argc, argv)) return *done;
+  prompt_flags.check_mode(app, /*is_chat=*/true);
 
   if (list_templates) {
     for (const ChatTemplate& t : ChatTemplate::all()) std::printf("%-12s %s\n", t.name().data(), t.description().data());
     return 0;
   }
 
+  const SessionOptions session_options = session_flags.options();
   if (model_path.empty()) model_path = default_model_path();
   const Model model(model_path);
   const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model.file());
   const ChatTemplate& chat_template = choose_template(model.file().metadata(), template_name);
-  Session session(model, session_flags.options());
+  Session session(model, session_options);
+  session_flags.warn_beyond_training(model.hparams(), session.n_ctx());
   Sampler sampler(sampling);
   ChatSession chat(session, *tokenizer, chat_template, sampler,
                    {.n_predict = n_predict, .ignore_eos = ignore_eos, .context_shift = context_shift});
-  if (!system_prompt.empty()) chat.set_system(system_prompt);
+  if (!system_prompt.empty()) chat.set_system(prompt_flags.text(system_prompt));
 
   ReplOptions repl;
   repl.terminal = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
   repl.multiline = multiline;
   repl.hide_thinking = hide_thinking;
   repl.verbose = verbose;
+  repl.status = isatty(STDOUT_FILENO) ? stdout : stderr;
   if (repl.terminal) {
     repl.history_path = history_path();
     std::fprintf(stderr, "%s\n",
-                 fmt::format("latte chat: {} ({}, template {}, context {} tokens, {} cache). /help lists the "
-                             "commands; Ctrl-D quits.",
+                 fmt::format("latte chat: {} ({}, template {}, context {} tokens, {} cache, seed {}). /help lists "
+                             "the commands; Ctrl-D quits.",
                              model_path, model.hparams().arch_name, chat_template.name(), session.n_ctx(),
-                             ggl::type_name(session.cache().type()))
+                             ggl::type_name(session.cache().type()), sampler.seed())
                      .c_str());
   }
   return run_chat_repl(chat, repl, install_interrupt_flag());

@@ -2,12 +2,28 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "convert/convert_hf.h"
 #include "convert/tensor_types.h"
 #include "src/cli/commands.h"
+#include "src/cli/output_path.h"
 #include "src/cli/parse_flags.h"
 
 namespace latte::cli {
+namespace {
+
+// The output must not replace a file the conversion reads (config.json, tokenizer files, the
+// safetensors shards); other files in the checkpoint directory, such as an earlier .gguf, may be.
+void check_not_checkpoint_file(const std::string& output, const std::string& input_dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(input_dir, ec)) {
+    const std::string ext = entry.path().extension().string();
+    if (ext == ".json" || ext == ".safetensors") check_not_input(output, entry.path().string());
+  }
+}
+
+}  // namespace
 
 int cmd_convert(int argc, char** argv) {
   CLI::App app{"Convert a Hugging Face model directory (config.json, *.safetensors, tokenizer.json) to GGUF",
@@ -26,6 +42,8 @@ int cmd_convert(int argc, char** argv) {
   app.add_flag("--no-progress", no_progress, "no progress bar (it is only drawn when stderr is a terminal)");
   if (auto done = parse_flags(app, argc, argv)) return *done;
 
+  check_not_checkpoint_file(output, input);
+  check_output_path(output, "-o");
   convert::ConvertOptions opts;
   opts.input_dir = input;
   opts.output_path = output;

@@ -4,23 +4,25 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "ggml-like/core/error.h"
 #include "src/cli/commands.h"
+#include "src/cli/flag_checks.h"
+#include "src/cli/output_path.h"
 #include "src/cli/parse_flags.h"
 #include "src/cli/session_flags.h"
+#include "src/cli/text_input.h"
 #include "src/model/session.h"
 
 namespace latte::cli {
 namespace {
 
 std::vector<int32_t> read_tokens(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) ggl::fail("{}: cannot open the token file", path);
+  std::istringstream in(read_text_file(path, "token file"));
   std::vector<int32_t> ids;
   std::string word;
   while (in >> word) {
@@ -61,7 +63,7 @@ int cmd_eval(int argc, char** argv) {
   app.add_option("--logits-out", out_path, "where to write the logits")->required();
   app.add_option("--decode-from", decode_from,
                  "evaluate tokens [0, K) as a (chunked) prefill, the rest one token at a time through the cache")
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer(0));
   flags.add_to(app);
   app.footer(
       "Without -c the context is min(4096, the model's training context), raised to the token count when that is "
@@ -69,6 +71,7 @@ int cmd_eval(int argc, char** argv) {
   if (auto done = parse_flags(app, argc, argv)) return *done;
 
   SessionOptions options = flags.options();
+  check_output_path(out_path, "--logits-out");
   const std::vector<int32_t> tokens = read_tokens(tokens_path);
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (decode_from > n) ggl::fail("--decode-from {} is beyond the {} tokens", decode_from, n);
@@ -82,6 +85,7 @@ int cmd_eval(int argc, char** argv) {
                 hp.n_ctx_train);
   }
   if (n > options.n_ctx) ggl::fail("{} tokens exceed the context of {} tokens", n, options.n_ctx);
+  flags.warn_beyond_training(hp, options.n_ctx);
 
   Session session(model, options);
 

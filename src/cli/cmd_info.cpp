@@ -1,10 +1,11 @@
-// `latte info FILE`: a compact, human-readable description of a GGUF file.
+// `latte info FILE` (or -m FILE): a compact, human-readable description of a GGUF file.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <map>
 
+#include "ggml-like/core/error.h"
 #include "ggml-like/gguf/gguf.h"
 #include "src/cli/commands.h"
 #include "src/cli/parse_flags.h"
@@ -113,11 +114,15 @@ void print_cache_footprint(const ggl::GgufFile& file) {
 
 int cmd_info(int argc, char** argv) {
   CLI::App app{"Describe a GGUF file: architecture, hyperparameters, tokenizer, tensors, sizes", argv[0]};
-  std::string path;
+  std::string path, model_path;
   bool list_tensors = false;
-  app.add_option("file", path, "GGUF file")->required();
+  auto* positional = app.add_option("file", path, "GGUF file");
+  auto* model = app.add_option("-m,--model", model_path, "the GGUF file, as the other commands take it");
+  positional->excludes(model);
   app.add_flag("--tensors", list_tensors, "list every tensor with type and shape");
   if (auto done = parse_flags(app, argc, argv)) return *done;
+  if (model->count()) path = model_path;
+  if (path.empty()) ggl::fail("give the GGUF file: latte info FILE or latte info -m FILE");
 
   ggl::GgufFile file(path);
   const ggl::Metadata& md = file.metadata();

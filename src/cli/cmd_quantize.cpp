@@ -5,6 +5,7 @@
 #include "convert/quantize_gguf.h"
 #include "convert/tensor_types.h"
 #include "src/cli/commands.h"
+#include "src/cli/output_path.h"
 #include "src/cli/parse_flags.h"
 
 namespace latte::cli {
@@ -27,6 +28,10 @@ int cmd_quantize(int argc, char** argv) {
   app.add_flag("--no-progress", no_progress, "no progress bar (it is only drawn when stderr is a terminal)");
   if (auto done = parse_flags(app, argc, argv)) return *done;
 
+  // Checked before any work: a bad output path would otherwise fail at the final rename, and an
+  // output that is the input would silently replace it.
+  check_not_input(output, input);
+  check_output_path(output, "OUT");
   opts.input_path = input;
   opts.output_path = output;
   opts.type = convert::require_output_type(type_name, "TYPE");

@@ -8,6 +8,7 @@
 #include "convert/tensor_types.h"
 #include "ggml-like/core/error.h"
 #include "src/cli/commands.h"
+#include "src/cli/output_path.h"
 #include "src/cli/parse_flags.h"
 #include "src/synth/synth_writer.h"
 
@@ -50,6 +51,7 @@ int cmd_synth(int argc, char** argv) {
     opts.layout = convert::MlaLayout::KbVb;
   else
     ggl::fail("--mla-layout '{}' is not kv_b or k_b", mla_layout);
+  check_output_path(output, "-o");
   opts.output_path = output;
   opts.vocab_path = vocab;
   opts.name = name;

@@ -4,27 +4,16 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "ggml-like/gguf/gguf.h"
 #include "src/cli/commands.h"
 #include "src/cli/parse_flags.h"
+#include "src/cli/text_input.h"
 #include "src/tokenizer/tokenizer.h"
 #include "src/tokenizer/utf8.h"
 
 namespace latte::cli {
 
 namespace {
-
-std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) ggl::fail("{}: cannot open the text file", path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (in.bad()) ggl::fail("{}: read error", path);
-  return s.str();
-}
 
 // A piece as a quoted, printable string: valid UTF-8 is shown as it is, except quotes,
 // backslashes and control characters, which are escaped; other bytes are shown as \xNN.
@@ -63,7 +52,7 @@ int cmd_tokenize(int argc, char** argv) {
 
   ggl::GgufFile gguf(model);
   auto tokenizer = Tokenizer::from_gguf(gguf);
-  std::string text = f->count() ? read_whole_file(file) : prompt;
+  std::string text = f->count() ? read_text_file(file, "text file") : prompt;
   std::vector<int32_t> ids = tokenizer->encode(text, add_bos, parse_special);
 
   if (pieces) {

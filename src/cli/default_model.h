@@ -6,8 +6,9 @@ namespace latte::cli {
 
 inline constexpr const char* kDefaultModelFile = "tiny-mla-stories-f32.gguf";
 
-// Looks for models/<kDefaultModelFile> next to the binary's checkout (build/bin/../../models), then
-// in the source tree the binary was built from. Throws ggl::Error saying where it looked.
+// Looks for models/<kDefaultModelFile> next to the binary's checkout (build/bin/../../models), in
+// an installed tree (PREFIX/bin/../share/latte/models, see `make install`), then in the source
+// tree the binary was built from. Throws ggl::Error saying where it looked.
 std::string default_model_path();
 
 }  // namespace latte::cli

@@ -95,6 +95,9 @@ void read_deepseek2(const ggl::GgufFile& file, const Keys& k, Hparams& hp) {
   MoeConfig& e = hp.moe;
   e.n_leading_dense = k.integer_or("leading_dense_block_count", 0);
   e.n_expert = k.integer_or("expert_count", 0);
+  // A file without experts (no expert_count, or 0) has only dense layers, whatever
+  // leading_dense_block_count says (a model cut to its first, dense, layers).
+  if (e.n_expert == 0) e.n_leading_dense = hp.n_layer;
   if (e.n_leading_dense < 0 || e.n_leading_dense > hp.n_layer)
     k.bad(k.key("leading_dense_block_count") + " is outside the layer count");
   if (e.n_leading_dense > 0 && hp.n_ff <= 0) k.bad(k.key("feed_forward_length") + " is required for dense layers");

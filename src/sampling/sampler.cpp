@@ -27,8 +27,10 @@ It best_of(It first, It last) {
 
 uint64_t resolve_seed(int64_t seed) {
   if (seed >= 0) return static_cast<uint64_t>(seed);
+  // 32 bits, as llama.cpp's seeds: short enough to retype, and always a valid -s value (a 64-bit
+  // draw could exceed the int64 that --seed takes).
   std::random_device device;
-  return (static_cast<uint64_t>(device()) << 32) ^ device();
+  return static_cast<uint32_t>(device());
 }
 
 }  // namespace

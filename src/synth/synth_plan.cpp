@@ -105,10 +105,10 @@ void add_hparams(const Geometry& g, MlaLayout layout, ggl::Metadata& md) {
   put_u32(md, a + ".attention.head_count_kv", layout == MlaLayout::KvB ? g.n_head : 1);
   put_f32(md, a + ".attention.layer_norm_rms_epsilon", g.rms_eps);
   put_f32(md, a + ".rope.freq_base", g.rope_base);
-  if (moe) {
-    put_u32(md, a + ".expert_used_count", g.n_expert_used);
-    put_u32(md, a + ".leading_dense_block_count", g.n_leading_dense);
-  }
+  // Always written (llama.cpp requires it for deepseek2): with every layer dense it equals
+  // block_count, and no expert keys follow.
+  put_u32(md, a + ".leading_dense_block_count", g.n_leading_dense);
+  if (moe) put_u32(md, a + ".expert_used_count", g.n_expert_used);
   if (g.q_lora_rank > 0) put_u32(md, a + ".attention.q_lora_rank", g.q_lora_rank);
   put_u32(md, a + ".attention.kv_lora_rank", g.kv_lora_rank);
   if (layout == MlaLayout::KbVb) {

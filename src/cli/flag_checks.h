@@ -1,0 +1,19 @@
+// CLI11 validators for numeric flags whose messages say plainly what is wrong, without CLI11's
+// "Value 0 not in range 0.000000 to 1797693..." (DBL_MAX) wording. parse_flags() puts the flag,
+// as the user typed it, in front: "-c must be >= 1 (got 0)", "-n: 'abc' is not an integer".
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <limits>
+
+namespace latte::cli {
+
+// A whole number (decimal, optional sign) in [min, max].
+CLI::Validator integer(int64_t min = std::numeric_limits<int64_t>::min(),
+                       int64_t max = std::numeric_limits<int64_t>::max());
+
+// A finite real number; its range is checked where it is used (e.g. SamplingParams::validate).
+CLI::Validator real();
+
+}  // namespace latte::cli

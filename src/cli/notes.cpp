@@ -1,0 +1,23 @@
+#include "src/cli/notes.h"
+
+#include <cstdio>
+
+namespace latte::cli {
+namespace {
+
+bool g_log_disabled = false;
+
+void print(std::string_view prog, const char* kind, std::string_view text) {
+  if (g_log_disabled) return;
+  std::fprintf(stderr, "%.*s: %s: %.*s\n", static_cast<int>(prog.size()), prog.data(), kind,
+               static_cast<int>(text.size()), text.data());
+}
+
+}  // namespace
+
+void set_log_disabled(bool disabled) { g_log_disabled = disabled; }
+bool log_enabled() { return !g_log_disabled; }
+void note(std::string_view prog, std::string_view text) { print(prog, "note", text); }
+void warning(std::string_view prog, std::string_view text) { print(prog, "warning", text); }
+
+}  // namespace latte::cli
