@@ -86,7 +86,10 @@ class Mix {
         ++n_attention_wv_;
       if (t.name == "output.weight") has_output_ = true;
     }
+    // Without <arch>.block_count, the layers the tensor names mention.
     n_layer_ = static_cast<int>(m.n_layer);
+    if (n_layer_ <= 0)
+      for (const RecipeTensor& t : tensors) n_layer_ = std::max(n_layer_, layer_of(t.name) + 1);
     n_gqa_ = m.n_head_kv > 0 ? m.n_head / m.n_head_kv : 1;
     // llama.cpp's LLM_TYPE_70B (Llama 2/3 70B): 80 layers with grouped KV heads.
     is_70b_ = m.arch == "llama" && m.n_expert != 8 && m.n_layer == 80 && m.n_head != m.n_head_kv;
@@ -230,7 +233,7 @@ RecipeModel RecipeModel::from_metadata(const ggl::Metadata& md, std::string_view
   m.n_expert = md.get_or<int64_t>(p + "expert_count", 0);
   m.n_head = md.get_or<int64_t>(p + "attention.head_count", 1);
   m.n_head_kv = md.get_or<int64_t>(p + "attention.head_count_kv", m.n_head);
-  if (m.n_layer <= 0) ggl::fail("{}: {}block_count is missing or not positive", path, p);
+  if (m.n_layer < 0) ggl::fail("{}: {}block_count is negative", path, p);
   return m;
 }
 

@@ -17,7 +17,7 @@ void encode_rows(ggl::Type t, int64_t ne0, int64_t rows, const RowFill& fill, ui
   for (int64_t r = 0; r < rows; r += chunk_rows) {
     const int64_t n = std::min(chunk_rows, rows - r);
     fill(r, n, buf.data());
-    if (t == ggl::Type::F32 && !quantizer) {
+    if (t == ggl::Type::F32) {
       std::memcpy(dst + static_cast<size_t>(r) * rb, buf.data(), static_cast<size_t>(n) * rb);
       continue;
     }
