@@ -223,6 +223,64 @@ TEST(Imatrix, ZeroCountsGiveUnitWeights) {
   for (int i = 8; i < 16; ++i) EXPECT_EQ(v[i], 1.5f);
 }
 
+fs::path quantize_cli(const fs::path& model, const std::string& type, const std::string& flags, const fs::path& out) {
+  const auto r = run_latte("quantize --no-progress " + flags + " " + q(model) + " " + q(out) + " " + type);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  return out;
+}
+
+bool same_bytes(const ggl::TensorInfo& a, const ggl::TensorInfo& b) {
+  return a.type == b.type && a.nbytes == b.nbytes && std::memcmp(a.data, b.data, a.nbytes) == 0;
+}
+
+// With an imatrix, exactly the tensors that have an entry and a type whose quantizer weighs its
+// error change bytes; the rest are as without one.
+void expect_imatrix_changes(const fs::path& model, const fs::path& imatrix, const std::string& type,
+                            const fs::path& dir) {
+  const ggl::GgufFile plain(quantize_cli(model, type, "", dir / ("plain-" + type + ".gguf")).string());
+  const ggl::GgufFile weighted(
+      quantize_cli(model, type, "--imatrix " + q(imatrix), dir / ("weighted-" + type + ".gguf")).string());
+  const ImportanceMatrix im = ImportanceMatrix::load(imatrix.string());
+  size_t changed = 0;
+  for (const ggl::TensorInfo& a : plain.tensors()) {
+    const ggl::TensorInfo* b = weighted.find_tensor(a.name);
+    ASSERT_NE(b, nullptr) << a.name;
+    ASSERT_EQ(a.type, b->type) << a.name;
+    const bool uses = im.find(a.name) && ggl::quantizer_uses_importance(a.type);
+    EXPECT_EQ(same_bytes(a, *b), !uses) << type << " " << a.name << " (" << ggl::type_name(a.type) << ")";
+    changed += uses;
+  }
+  EXPECT_GT(changed, 0u) << type;
+}
+
+TEST(Imatrix, ChangesTheBytesOfTypesThatUseIt) {
+  const fs::path dir = fresh_dir("imatrix-bytes");
+  const fs::path model = write_model(dir);
+  const fs::path im = write_gguf_imatrix(dir / "imatrix.gguf", imatrix_tensors());
+  for (const char* type : {"q4_0", "q5_1", "iq4_nl"}) expect_imatrix_changes(model, im, type, dir);
+  // Q8_0 has no weighted search: the imatrix changes nothing but the keys.
+  const ggl::GgufFile a(quantize_cli(model, "q8_0", "", dir / "a.gguf").string());
+  const ggl::GgufFile b(quantize_cli(model, "q8_0", "--imatrix " + q(im), dir / "b.gguf").string());
+  for (const ggl::TensorInfo& t : a.tensors()) EXPECT_TRUE(same_bytes(t, *b.find_tensor(t.name))) << t.name;
+}
+
+// The K-quant mixes on the kquant fixture model, with an imatrix for its matmul weights.
+TEST(Imatrix, ChangesKquantBytes) {
+  const std::string f32 = "fixtures/kquant/kq-tiny-f32.gguf";
+  LATTE_REQUIRE_SHARED(f32);
+  const fs::path dir = fresh_dir("imatrix-kquant");
+  const ggl::GgufFile in((latte::testing::shared_dir() / f32).string());
+  std::vector<TinyTensor> weights;
+  for (const ggl::TensorInfo& t : in.tensors())
+    if (t.n_dims >= 2 && t.name.rfind("blk.", 0) == 0 && t.name.find("gate_inp") == std::string::npos)
+      weights.push_back({t.name, std::vector<int64_t>(t.ne, t.ne + t.n_dims)});
+  std::vector<const TinyTensor*> ptrs;
+  for (const TinyTensor& t : weights) ptrs.push_back(&t);
+  const fs::path im = write_dat_imatrix(dir / "kq.dat", ptrs);
+  for (const char* type : {"q4_k_m", "q2_k", "q6_k", "iq4_xs"})
+    expect_imatrix_changes(latte::testing::shared_dir() / f32, im, type, dir);
+}
+
 // Corrupt files, an imatrix for another model, a size mismatch: one line, exit 1, no output.
 TEST(Imatrix, BadImatrixIsAOneLineErrorAndLeavesNoFile) {
   const fs::path dir = fresh_dir("imatrix-bad");
