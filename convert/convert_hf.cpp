@@ -53,10 +53,11 @@ WriteReport convert_hf_checkpoint(const ConvertOptions& opts) {
   const std::vector<TensorTypeChoice> choices = choose_tensor_types(
       opts.file_type, RecipeModel::from_metadata(md, opts.input_dir), recipe_tensors, RecipeOptions{});
   std::vector<ggl::Type> types;
+  std::vector<std::string> type_notices;  // reported after a successful write
   uint64_t total = 0;
   for (size_t i = 0; i < plan.tensors.size(); ++i) {
     const TensorTypeChoice& c = choices[i];
-    if (!c.notice.empty()) notice(c.notice);
+    if (!c.notice.empty()) type_notices.push_back(c.notice);
     types.push_back(c.type);
     total += ggl::row_bytes(c.type, plan.tensors[i].ne[0]) * static_cast<uint64_t>(plan.tensors[i].rows());
     report.per_type[std::string(ggl::type_name(c.type))]++;
@@ -72,6 +73,7 @@ WriteReport convert_hf_checkpoint(const ConvertOptions& opts) {
   }
   writer.write(opts.output_path);
   progress.finish();
+  for (const std::string& n : type_notices) notice(n);
 
   report.n_tensors = plan.tensors.size();
   report.bytes = total;

@@ -60,7 +60,10 @@ void attach_importance(const ImportanceMatrix& im, const ggl::GgufFile& in, std:
 }  // namespace
 
 WriteReport quantize_gguf(const QuantizeOptions& o) {
-  auto notice = [&](std::string_view msg) { convert::report_notice(o.on_notice, "latte quantize", msg); };
+  // Notices about the result (fallback types, imatrix coverage) follow a successful write, so that
+  // a failure is a single line.
+  std::vector<std::string> notices;
+  auto notice = [&](std::string_view msg) { notices.emplace_back(msg); };
 
   ggl::GgufFile in(o.input_path);
   std::optional<ImportanceMatrix> imatrix;
@@ -130,6 +133,7 @@ WriteReport quantize_gguf(const QuantizeOptions& o) {
   }
   writer.write(o.output_path);
   progress.finish();
+  for (const std::string& n : notices) convert::report_notice(o.on_notice, "latte quantize", n);
 
   report.n_tensors = jobs.size();
   report.bytes = total;

@@ -54,10 +54,11 @@ SynthReport write_synthetic_model(const SynthOptions& opts) {
   const std::vector<convert::TensorTypeChoice> choices = convert::choose_tensor_types(
       opts.file_type, convert::RecipeModel::from_metadata(md, "synth"), recipe_tensors, recipe);
   std::vector<ggl::Type> types;
+  std::vector<std::string> type_notices;  // reported after a successful write
   uint64_t total = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const convert::TensorTypeChoice& c = choices[i];
-    if (!c.notice.empty()) notice(c.notice);
+    if (!c.notice.empty()) type_notices.push_back(c.notice);
     types.push_back(c.type);
     total += ggl::row_bytes(c.type, tensors[i].ne[0]) * static_cast<uint64_t>(tensors[i].rows());
     report.write.per_type[std::string(ggl::type_name(c.type))]++;
@@ -77,6 +78,7 @@ SynthReport write_synthetic_model(const SynthOptions& opts) {
   }
   writer.write(opts.output_path);
   progress.finish();
+  for (const std::string& n : type_notices) notice(n);
 
   report.write.n_tensors = tensors.size();
   report.write.bytes = total;
