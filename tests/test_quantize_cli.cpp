@@ -237,19 +237,23 @@ TEST(QuantizeCli, TruncatedKquantFileIsRefused) {
   }
 }
 
-// `latte convert --type q4_0` and `latte quantize` of the F32 conversion use the same quantizer.
+// `latte convert --type T` and `latte quantize` of the F32 conversion use the same recipe and
+// quantizers: a legacy type and a K-quant mix (whose fallbacks and more-bits tensors must agree too).
 TEST(QuantizeCli, ConvertAndQuantizeAgree) {
   LATTE_REQUIRE_SHARED("models/tiny-mla-stories-hf");
   const fs::path dir = fresh_dir("agree");
   const fs::path hf = shared_dir() / "models/tiny-mla-stories-hf";
   auto r = run_latte("convert " + q(hf) + " -o " + q(dir / "f32.gguf") + " --type f32");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  r = run_latte("convert " + q(hf) + " -o " + q(dir / "q4_1.gguf") + " --type q4_1");
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  ggl::GgufFile direct((dir / "q4_1.gguf").string());
-  ggl::GgufFile via(quantize(dir / "f32.gguf", "q4_1", "", "via-f32.gguf").string());
-  ASSERT_EQ(direct.tensors().size(), via.tensors().size());
-  for (const ggl::TensorInfo& t : direct.tensors()) EXPECT_TRUE(same_bytes(tensor(via, t.name), t)) << t.name;
+  for (const std::string type : {"q4_1", "q4_k_m", "q3_k_m"}) {
+    r = run_latte("convert " + q(hf) + " -o " + q(dir / (type + ".gguf")) + " --type " + type);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    ggl::GgufFile direct((dir / (type + ".gguf")).string());
+    ggl::GgufFile via(quantize(dir / "f32.gguf", type, "", "via-f32-" + type + ".gguf").string());
+    ASSERT_EQ(direct.tensors().size(), via.tensors().size());
+    for (const ggl::TensorInfo& t : direct.tensors()) EXPECT_TRUE(same_bytes(tensor(via, t.name), t)) << t.name;
+    EXPECT_EQ(direct.metadata().get<uint32_t>("general.file_type"), via.metadata().get<uint32_t>("general.file_type"));
+  }
 }
 
 }  // namespace
