@@ -93,6 +93,13 @@ void q2_k_block_weighted(const float* x, const float* importance, BlockQ2_K& y) 
   pack_2bit(L, y.qs);
 }
 
+void q2_k_block(const float* x, const float* importance, BlockQ2_K& y) {
+  if (importance)
+    q2_k_block_weighted(x, importance, y);
+  else
+    q2_k_block_ref(x, y);
+}
+
 // ---- Q3_K ----
 
 // Packs 16 6-bit scales (already offset by 32) into Q3_K's 12 bytes.
@@ -164,6 +171,13 @@ void q3_k_block_weighted(const float* x, const float* importance, BlockQ3_K& y) 
   pack_scales_q3_k(levels, y.scales);
   y.d = f32_to_fp16(d_block);
   q3_k_finish(x, y, L);
+}
+
+void q3_k_block(const float* x, const float* importance, BlockQ3_K& y) {
+  if (importance)
+    q3_k_block_weighted(x, importance, y);
+  else
+    q3_k_block_ref(x, y);
 }
 
 // ---- Q4_K and Q5_K: 8 sub-blocks of 32 with a 6-bit scale and min each ----
@@ -285,21 +299,11 @@ void for_superblocks(const float* x, Block* y, int64_t n, const float* importanc
 }  // namespace
 
 void quantize_q2_k(const float* x, BlockQ2_K* y, int64_t n, const float* importance) {
-  for_superblocks(x, y, n, importance, [](const float* xb, const float* imp, BlockQ2_K& b) {
-    if (imp)
-      q2_k_block_weighted(xb, imp, b);
-    else
-      q2_k_block_ref(xb, b);
-  });
+  for_superblocks(x, y, n, importance, q2_k_block);
 }
 
 void quantize_q3_k(const float* x, BlockQ3_K* y, int64_t n, const float* importance) {
-  for_superblocks(x, y, n, importance, [](const float* xb, const float* imp, BlockQ3_K& b) {
-    if (imp)
-      q3_k_block_weighted(xb, imp, b);
-    else
-      q3_k_block_ref(xb, b);
-  });
+  for_superblocks(x, y, n, importance, q3_k_block);
 }
 
 void quantize_q4_k(const float* x, BlockQ4_K* y, int64_t n, const float* importance) {
