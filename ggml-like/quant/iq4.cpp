@@ -34,14 +34,8 @@ int best_index(float x) {
 
 // The best scale for one 32-value block, its levels in L; 0 for an all-zero block.
 float block_scale(const float* xb, const float* weight, uint8_t* L) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < kBlock; ++j) {
-    const float ax = std::fabs(xb[j]);
-    if (ax > amax) {
-      amax = ax;
-      max = xb[j];
-    }
-  }
+  float amax;
+  const float max = signed_absmax(xb, kBlock, &amax);
   if (amax < kGroupMaxEps) return 0.0f;
   const float v0 = kIq4Values[0];
   float d = -max / v0;
@@ -122,15 +116,11 @@ void quantize_iq4_xs(const float* x, BlockIQ4_XS* y, int64_t n, const float* imp
     const float sigma2 = superblock_sigma2(xs, kSuperBlock);
     float scales[kSub], weight[kBlock];
     uint8_t L[kSuperBlock] = {};
-    float max_scale = 0.0f, amax_scale = 0.0f;
     for (int ib = 0; ib < kSub; ++ib) {
       block_weights(xs, imp, sigma2, ib, weight);
       scales[ib] = block_scale(xs + ib * kBlock, weight, L + ib * kBlock);
-      if (std::fabs(scales[ib]) > amax_scale) {
-        amax_scale = std::fabs(scales[ib]);
-        max_scale = scales[ib];
-      }
     }
+    const float max_scale = signed_absmax(scales, kSub);
     // Sub-block scales as 6-bit multiples of d, then each sub-block's levels for its stored scale.
     std::memset(&y[b], 0, sizeof y[b]);
     const float d = -max_scale / 32;

@@ -93,6 +93,13 @@ void q2_k_block_weighted(const float* x, const float* importance, BlockQ2_K& y) 
   pack_2bit(L, y.qs);
 }
 
+void q2_k_block(const float* x, const float* importance, BlockQ2_K& y) {
+  if (importance)
+    q2_k_block_weighted(x, importance, y);
+  else
+    q2_k_block_ref(x, y);
+}
+
 // ---- Q3_K ----
 
 // Packs 16 6-bit scales (already offset by 32) into Q3_K's 12 bytes.
@@ -131,15 +138,8 @@ void q3_k_finish(const float* x, BlockQ3_K& y, int8_t* L) {
 void q3_k_block_ref(const float* x, BlockQ3_K& y) {
   int8_t L[kQK];
   float scales[kQK / 16];
-  float max_scale = 0.0f, amax = 0.0f;
-  for (int j = 0; j < kQK / 16; ++j) {
-    scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j, true);
-    const float scale = std::fabs(scales[j]);
-    if (scale > amax) {
-      amax = scale;
-      max_scale = scales[j];
-    }
-  }
+  for (int j = 0; j < kQK / 16; ++j) scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j, true);
+  const float max_scale = signed_absmax(scales, kQK / 16);
   if (max_scale != 0.0f) {
     const float iscale = -32.0f / max_scale;
     int levels[kQK / 16];
@@ -171,6 +171,13 @@ void q3_k_block_weighted(const float* x, const float* importance, BlockQ3_K& y) 
   pack_scales_q3_k(levels, y.scales);
   y.d = f32_to_fp16(d_block);
   q3_k_finish(x, y, L);
+}
+
+void q3_k_block(const float* x, const float* importance, BlockQ3_K& y) {
+  if (importance)
+    q3_k_block_weighted(x, importance, y);
+  else
+    q3_k_block_ref(x, y);
 }
 
 // ---- Q4_K and Q5_K: 8 sub-blocks of 32 with a 6-bit scale and min each ----
@@ -253,16 +260,11 @@ void pack_nibbles_k(const uint8_t* L, uint8_t* qs) {
 void q6_k_block(const float* x, const float* importance, BlockQ6_K& y) {
   int8_t L[kQK];
   float scales[kQK / 16];
-  float max_scale = 0.0f, max_abs_scale = 0.0f;
-  for (int ib = 0; ib < kQK / 16; ++ib) {
-    // The weighted quantizer weighs by the importance itself (not importance * sqrt(...)).
-    const float scale = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1, importance ? importance + 16 * ib : nullptr);
-    scales[ib] = scale;
-    if (std::fabs(scale) > max_abs_scale) {
-      max_abs_scale = std::fabs(scale);
-      max_scale = scale;
-    }
-  }
+  // The weighted quantizer weighs by the importance itself (not importance * sqrt(...)).
+  for (int ib = 0; ib < kQK / 16; ++ib)
+    scales[ib] = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1, importance ? importance + 16 * ib : nullptr);
+  float max_abs_scale;
+  const float max_scale = signed_absmax(scales, kQK / 16, &max_abs_scale);
   if (max_abs_scale < kGroupMaxEps) {
     std::memset(&y, 0, sizeof y);
     return;
@@ -288,60 +290,49 @@ void q6_k_block(const float* x, const float* importance, BlockQ6_K& y) {
   }
 }
 
+// Calls quantize(x, importance (or nullptr), block) for each super-block of the row.
+template <class Block, class Quantize>
+void for_superblocks(const float* x, Block* y, int64_t n, const float* importance, Quantize quantize) {
+  for (int64_t b = 0; b < n / kQK; ++b) quantize(x + b * kQK, importance ? importance + b * kQK : nullptr, y[b]);
+}
+
 }  // namespace
 
 void quantize_q2_k(const float* x, BlockQ2_K* y, int64_t n, const float* importance) {
-  for (int64_t b = 0; b < n / kQK; ++b) {
-    if (importance)
-      q2_k_block_weighted(x + b * kQK, importance + b * kQK, y[b]);
-    else
-      q2_k_block_ref(x + b * kQK, y[b]);
-  }
+  for_superblocks(x, y, n, importance, q2_k_block);
 }
 
 void quantize_q3_k(const float* x, BlockQ3_K* y, int64_t n, const float* importance) {
-  for (int64_t b = 0; b < n / kQK; ++b) {
-    if (importance)
-      q3_k_block_weighted(x + b * kQK, importance + b * kQK, y[b]);
-    else
-      q3_k_block_ref(x + b * kQK, y[b]);
-  }
+  for_superblocks(x, y, n, importance, q3_k_block);
 }
 
 void quantize_q4_k(const float* x, BlockQ4_K* y, int64_t n, const float* importance) {
-  for (int64_t b = 0; b < n / kQK; ++b) {
+  for_superblocks(x, y, n, importance, [](const float* xb, const float* imp, BlockQ4_K& b) {
     uint8_t L[kQK];
-    k4_scales_and_levels(x + b * kQK, 15, importance ? importance + b * kQK : nullptr, {-1.0f, 0.1f, 20}, y[b].d,
-                         y[b].dmin, y[b].scales, L);
-    pack_nibbles_k(L, y[b].qs);
-  }
+    k4_scales_and_levels(xb, 15, imp, {-1.0f, 0.1f, 20}, b.d, b.dmin, b.scales, L);
+    pack_nibbles_k(L, b.qs);
+  });
 }
 
 void quantize_q5_k(const float* x, BlockQ5_K* y, int64_t n, const float* importance) {
-  for (int64_t b = 0; b < n / kQK; ++b) {
+  for_superblocks(x, y, n, importance, [](const float* xb, const float* imp, BlockQ5_K& b) {
     uint8_t L[kQK];
-    k4_scales_and_levels(x + b * kQK, 31, importance ? importance + b * kQK : nullptr, {-0.5f, 0.1f, 15}, y[b].d,
-                         y[b].dmin, y[b].scales, L);
+    k4_scales_and_levels(xb, 31, imp, {-0.5f, 0.1f, 15}, b.d, b.dmin, b.scales, L);
     // Bit 4 of element 32 s + l is bit s of qh[l].
-    std::memset(y[b].qh, 0, sizeof y[b].qh);
-    for (int j = 0; j < kQK; ++j) y[b].qh[j % 32] = static_cast<uint8_t>(y[b].qh[j % 32] | ((L[j] >> 4) << (j / 32)));
-    pack_nibbles_k(L, y[b].qs);
-  }
+    std::memset(b.qh, 0, sizeof b.qh);
+    for (int j = 0; j < kQK; ++j) b.qh[j % 32] = static_cast<uint8_t>(b.qh[j % 32] | ((L[j] >> 4) << (j / 32)));
+    pack_nibbles_k(L, b.qs);
+  });
 }
 
 void quantize_q6_k(const float* x, BlockQ6_K* y, int64_t n, const float* importance) {
-  for (int64_t b = 0; b < n / kQK; ++b) q6_k_block(x + b * kQK, importance ? importance + b * kQK : nullptr, y[b]);
+  for_superblocks(x, y, n, importance, q6_k_block);
 }
 
 void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
   for (int64_t b = 0; b < n / kQK; ++b, x += kQK) {
-    float max = 0.0f, amax = 0.0f;
-    for (int j = 0; j < kQK; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
+    float amax;
+    const float max = signed_absmax(x, kQK, &amax);
     std::memset(&y[b], 0, sizeof y[b]);
     if (amax == 0.0f) continue;
     // -127 (not -128): ggml keeps the quants symmetric for its IQ2 dot products.

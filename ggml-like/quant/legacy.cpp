@@ -43,18 +43,6 @@ uint32_t load_qh(const uint8_t* qh) {
   return v;
 }
 
-// The element of largest magnitude, with its sign.
-float signed_absmax(const float* x, int n) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < n; ++j) {
-    if (amax < std::fabs(x[j])) {
-      amax = std::fabs(x[j]);
-      max = x[j];
-    }
-  }
-  return max;
-}
-
 // The importance-weighted quantizers weigh block errors by importance * sqrt(sigma2 + x^2), sigma2
 // the row's mean square. Calls quantize_block(block index, x of the block, weights) per block.
 template <class QuantizeBlock>
@@ -65,6 +53,67 @@ void for_weighted_blocks(const float* x, int64_t n, const float* importance, Qua
     const float* xb = x + b * kQuantBlock;
     importance_weights(importance + b * kQuantBlock, xb, sigma2, kQuantBlock, weight);
     quantize_block(b, xb, weight);
+  }
+}
+
+// Levels into a block's quant bytes.
+void pack(const uint8_t* L, BlockQ4_0& b) { pack_nibbles(L, b.qs); }
+void pack(const uint8_t* L, BlockQ4_1& b) { pack_nibbles(L, b.qs); }
+void pack(const uint8_t* L, BlockQ5_0& b) { pack_q5(L, b.qs, b.qh); }
+void pack(const uint8_t* L, BlockQ5_1& b) { pack_q5(L, b.qs, b.qh); }
+
+// Q4_0 / Q5_0: value d * (L - kLevels / 2). Without importance the element of largest magnitude
+// maps to level 0 (-kLevels / 2, the asymmetric end).
+template <int kLevels, class Block>
+void quantize_symmetric(const float* x, Block* y, int64_t n, const float* importance) {
+  constexpr int kMid = kLevels / 2;
+  if (importance) {
+    for_weighted_blocks(x, n, importance, [&](int64_t b, const float* xb, const float* weight) {
+      int8_t L[kQuantBlock];
+      y[b].d = f32_to_fp16(make_qx_quants(kQuantBlock, kMid, xb, L, 1, weight));
+      pack(reinterpret_cast<const uint8_t*>(L), y[b]);
+    });
+    return;
+  }
+  for (int64_t b = 0; b < n / kQuantBlock; ++b, x += kQuantBlock) {
+    const float d = signed_absmax(x, kQuantBlock) / static_cast<float>(-kMid);
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = f32_to_fp16(d);
+    uint8_t L[kQuantBlock];
+    for (int j = 0; j < kQuantBlock; ++j)
+      L[j] = static_cast<uint8_t>(trunc_clamped(x[j] * id + (static_cast<float>(kMid) + 0.5f), 0, kLevels - 1));
+    pack(L, y[b]);
+  }
+}
+
+// Q4_1 / Q5_1: value d * L + m. Without importance the block's range is split evenly.
+template <int kLevels, class Block>
+void quantize_with_min(const float* x, Block* y, int64_t n, const float* importance) {
+  constexpr int kMax = kLevels - 1;
+  if (importance) {
+    for_weighted_blocks(x, n, importance, [&](int64_t b, const float* xb, const float* weight) {
+      uint8_t L[kQuantBlock], Laux[kQuantBlock];
+      float min;
+      const float d = make_qkx_quants(kQuantBlock, kMax, xb, weight, L, &min, Laux, -0.9f, 0.05f, 36, false);
+      y[b].d = f32_to_fp16(d);
+      y[b].m = f32_to_fp16(-min);
+      pack(L, y[b]);
+    });
+    return;
+  }
+  for (int64_t b = 0; b < n / kQuantBlock; ++b, x += kQuantBlock) {
+    float min = FLT_MAX, max = -FLT_MAX;
+    for (int j = 0; j < kQuantBlock; ++j) {
+      if (x[j] < min) min = x[j];
+      if (x[j] > max) max = x[j];
+    }
+    const float d = (max - min) / static_cast<float>(kMax);
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = f32_to_fp16(d);
+    y[b].m = f32_to_fp16(min);
+    uint8_t L[kQuantBlock];
+    for (int j = 0; j < kQuantBlock; ++j) L[j] = static_cast<uint8_t>(trunc_clamped((x[j] - min) * id + 0.5f, 0, kMax));
+    pack(L, y[b]);
   }
 }
 
@@ -87,99 +136,16 @@ void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
 }
 
 void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t n, const float* importance) {
-  if (importance) {
-    for_weighted_blocks(x, n, importance, [&](int64_t b, const float* xb, const float* weight) {
-      int8_t L[kQuantBlock];
-      y[b].d = f32_to_fp16(make_qx_quants(kQuantBlock, 8, xb, L, 1, weight));
-      pack_nibbles(reinterpret_cast<const uint8_t*>(L), y[b].qs);
-    });
-    return;
-  }
-  for (int64_t b = 0; b < n / kQuantBlock; ++b, x += kQuantBlock) {
-    // The element of largest magnitude maps to -8, the asymmetric end.
-    const float d = signed_absmax(x, kQuantBlock) / -8.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = f32_to_fp16(d);
-    uint8_t L[kQuantBlock];
-    for (int j = 0; j < kQuantBlock; ++j) L[j] = static_cast<uint8_t>(trunc_clamped(x[j] * id + 8.5f, 0, 15));
-    pack_nibbles(L, y[b].qs);
-  }
+  quantize_symmetric<16>(x, y, n, importance);
 }
-
 void quantize_q4_1(const float* x, BlockQ4_1* y, int64_t n, const float* importance) {
-  if (importance) {
-    for_weighted_blocks(x, n, importance, [&](int64_t b, const float* xb, const float* weight) {
-      uint8_t L[kQuantBlock], Laux[kQuantBlock];
-      float min;
-      const float d = make_qkx_quants(kQuantBlock, 15, xb, weight, L, &min, Laux, -0.9f, 0.05f, 36, false);
-      y[b].d = f32_to_fp16(d);
-      y[b].m = f32_to_fp16(-min);
-      pack_nibbles(L, y[b].qs);
-    });
-    return;
-  }
-  for (int64_t b = 0; b < n / kQuantBlock; ++b, x += kQuantBlock) {
-    float min = FLT_MAX, max = -FLT_MAX;
-    for (int j = 0; j < kQuantBlock; ++j) {
-      if (x[j] < min) min = x[j];
-      if (x[j] > max) max = x[j];
-    }
-    const float d = (max - min) / 15.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = f32_to_fp16(d);
-    y[b].m = f32_to_fp16(min);
-    uint8_t L[kQuantBlock];
-    for (int j = 0; j < kQuantBlock; ++j) L[j] = static_cast<uint8_t>(trunc_clamped((x[j] - min) * id + 0.5f, 0, 15));
-    pack_nibbles(L, y[b].qs);
-  }
+  quantize_with_min<16>(x, y, n, importance);
 }
-
 void quantize_q5_0(const float* x, BlockQ5_0* y, int64_t n, const float* importance) {
-  if (importance) {
-    for_weighted_blocks(x, n, importance, [&](int64_t b, const float* xb, const float* weight) {
-      int8_t L[kQuantBlock];
-      y[b].d = f32_to_fp16(make_qx_quants(kQuantBlock, 16, xb, L, 1, weight));
-      pack_q5(reinterpret_cast<const uint8_t*>(L), y[b].qs, y[b].qh);
-    });
-    return;
-  }
-  for (int64_t b = 0; b < n / kQuantBlock; ++b, x += kQuantBlock) {
-    // As Q4_0: the element of largest magnitude maps to -16.
-    const float d = signed_absmax(x, kQuantBlock) / -16.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = f32_to_fp16(d);
-    uint8_t L[kQuantBlock];
-    for (int j = 0; j < kQuantBlock; ++j) L[j] = static_cast<uint8_t>(trunc_clamped(x[j] * id + 16.5f, 0, 31));
-    pack_q5(L, y[b].qs, y[b].qh);
-  }
+  quantize_symmetric<32>(x, y, n, importance);
 }
-
 void quantize_q5_1(const float* x, BlockQ5_1* y, int64_t n, const float* importance) {
-  if (importance) {
-    for_weighted_blocks(x, n, importance, [&](int64_t b, const float* xb, const float* weight) {
-      uint8_t L[kQuantBlock], Laux[kQuantBlock];
-      float min;
-      const float d = make_qkx_quants(kQuantBlock, 31, xb, weight, L, &min, Laux, -0.9f, 0.05f, 36, false);
-      y[b].d = f32_to_fp16(d);
-      y[b].m = f32_to_fp16(-min);
-      pack_q5(L, y[b].qs, y[b].qh);
-    });
-    return;
-  }
-  for (int64_t b = 0; b < n / kQuantBlock; ++b, x += kQuantBlock) {
-    float min = FLT_MAX, max = -FLT_MAX;
-    for (int j = 0; j < kQuantBlock; ++j) {
-      if (x[j] < min) min = x[j];
-      if (x[j] > max) max = x[j];
-    }
-    const float d = (max - min) / 31.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = f32_to_fp16(d);
-    y[b].m = f32_to_fp16(min);
-    uint8_t L[kQuantBlock];
-    for (int j = 0; j < kQuantBlock; ++j) L[j] = static_cast<uint8_t>(trunc_clamped((x[j] - min) * id + 0.5f, 0, 31));
-    pack_q5(L, y[b].qs, y[b].qh);
-  }
+  quantize_with_min<32>(x, y, n, importance);
 }
 
 void dequantize_q8_0(const BlockQ8_0* x, float* y, int64_t n) {

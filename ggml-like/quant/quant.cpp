@@ -62,22 +62,8 @@ bool is_weight_type(Type t) {
 }
 
 bool quantizer_uses_importance(Type t) {
-  switch (t) {
-    case Type::Q4_0:
-    case Type::Q4_1:
-    case Type::Q5_0:
-    case Type::Q5_1:
-    case Type::Q2_K:
-    case Type::Q3_K:
-    case Type::Q4_K:
-    case Type::Q5_K:
-    case Type::Q6_K:
-    case Type::IQ4_NL:
-    case Type::IQ4_XS:
-      return true;
-    default:
-      return false;
-  }
+  // Every quantized weight type but Q8_0, whose ggml quantizer has no weighted form.
+  return is_weight_type(t) && traits(t).quantized && t != Type::Q8_0;
 }
 
 void quantize_row(Type t, const float* src, void* dst, int64_t n, const float* importance) {

@@ -26,14 +26,8 @@ inline int clamp_level(int l, int lo, int hi) { return std::max(lo, std::min(hi,
 }  // namespace
 
 float make_qx_quants(int n, int nmax, const float* x, int8_t* L, int rmse_type, const float* weights) {
-  float max = 0.0f, amax = 0.0f;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
+  float amax;
+  const float max = signed_absmax(x, n, &amax);
   if (amax < kGroupMaxEps) {
     std::fill(L, L + n, int8_t{0});
     return 0.0f;
@@ -80,14 +74,8 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L, int rmse_type, 
 }
 
 float make_q3_quants(int n, int nmax, const float* x, int8_t* L, bool do_rmse) {
-  float max = 0.0f, amax = 0.0f;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
+  float amax;
+  const float max = signed_absmax(x, n, &amax);
   if (amax < kGroupMaxEps) {
     std::fill(L, L + n, int8_t{0});
     return 0.0f;

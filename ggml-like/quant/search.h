@@ -2,6 +2,7 @@
 // make_q3_quants, make_qkx2/qkx3_quants, make_qp_quants), in the same float32 arithmetic order so
 // that their results, and the bytes built from them, are identical to the reference's.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -17,6 +18,20 @@ inline int nearest_int(float v) {
   int32_t bits;
   std::memcpy(&bits, &shifted, sizeof bits);
   return (bits & 0x007fffff) - 0x00400000;
+}
+
+// The element of largest magnitude, with its sign (the first of equals); amax receives |it|.
+inline float signed_absmax(const float* x, int n, float* amax = nullptr) {
+  float best = 0.0f, max = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > best) {
+      best = ax;
+      max = x[i];
+    }
+  }
+  if (amax) *amax = best;
+  return max;
 }
 
 // Symmetric scale for n values on levels [-nmax, nmax); L receives level + nmax. rmse_type 0:
