@@ -21,9 +21,6 @@ std::string report_text(const WriteReport& r) {
 
 WriteReport convert_hf_checkpoint(const ConvertOptions& opts) {
   auto notice = [&](std::string_view msg) { convert::report_notice(opts.on_notice, "latte convert", msg); };
-  if (!ggl::is_weight_type(opts.type) || !parse_output_type(ggl::type_name(opts.type)))
-    ggl::fail("--type {} is not an output type ({})", ggl::type_name(opts.type), output_type_names());
-
   const fs::path dir(opts.input_dir);
   if (!fs::is_directory(dir)) ggl::fail("{}: not a directory", opts.input_dir);
   const JsonObject config = JsonObject::load((dir / "config.json").string());
@@ -39,8 +36,8 @@ WriteReport convert_hf_checkpoint(const ConvertOptions& opts) {
   put_str(md, "general.architecture", plan.arch);
   put_str(md, "general.name", name);
   for (const auto& [key, value] : plan.hparams.entries()) md.set(key, value);
-  put_u32(md, "general.file_type", file_type_for(opts.type));
-  if (ggl::traits(opts.type).quantized) put_u32(md, "general.quantization_version", 2);
+  put_u32(md, "general.file_type", opts.file_type.id);
+  if (ggl::traits(opts.file_type.base).quantized) put_u32(md, "general.quantization_version", 2);
 
   WriteReport report;
   report.tokenizer = add_tokenizer_metadata(opts.input_dir, config, plan.n_vocab, opts.tokenizer, md);
@@ -51,13 +48,18 @@ WriteReport convert_hf_checkpoint(const ConvertOptions& opts) {
   }
 
   // Types and sizes first, so that the progress bar knows the total.
+  std::vector<RecipeTensor> recipe_tensors;
+  for (const PlannedTensor& t : plan.tensors) recipe_tensors.push_back({t.name, t.ne});
+  const std::vector<TensorTypeChoice> choices = choose_tensor_types(
+      opts.file_type, RecipeModel::from_metadata(md, opts.input_dir), recipe_tensors, RecipeOptions{});
   std::vector<ggl::Type> types;
+  std::vector<std::string> type_notices;  // reported after a successful write
   uint64_t total = 0;
-  for (const PlannedTensor& t : plan.tensors) {
-    TypeChoice c = choose_type(t.name, t.ne, opts.type);
-    if (!c.notice.empty()) notice(c.notice);
+  for (size_t i = 0; i < plan.tensors.size(); ++i) {
+    const TensorTypeChoice& c = choices[i];
+    if (!c.notice.empty()) type_notices.push_back(c.notice);
     types.push_back(c.type);
-    total += ggl::row_bytes(c.type, t.ne[0]) * static_cast<uint64_t>(t.rows());
+    total += ggl::row_bytes(c.type, plan.tensors[i].ne[0]) * static_cast<uint64_t>(plan.tensors[i].rows());
     report.per_type[std::string(ggl::type_name(c.type))]++;
   }
   Progress progress(plan.tensors.size(), total, opts.progress);
@@ -71,6 +73,7 @@ WriteReport convert_hf_checkpoint(const ConvertOptions& opts) {
   }
   writer.write(opts.output_path);
   progress.finish();
+  for (const std::string& n : type_notices) notice(n);
 
   report.n_tensors = plan.tensors.size();
   report.bytes = total;

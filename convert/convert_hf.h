@@ -10,6 +10,7 @@
 
 #include "convert/hf_tokenizer.h"
 #include "convert/model_plan.h"
+#include "convert/quant_recipe.h"
 #include "ggml-like/core/types.h"
 
 namespace latte::convert {
@@ -17,7 +18,7 @@ namespace latte::convert {
 struct ConvertOptions {
   std::string input_dir;
   std::string output_path;
-  ggl::Type type = ggl::Type::F16;    // for 2-D/3-D weights (see tensor_types.h for the rules)
+  FileType file_type = *find_file_type("f16");  // llama.cpp file type (quant_recipe.h: which tensor gets which type)
   std::optional<std::string> name;    // general.name; default: the directory's name
   MlaLayout mla_layout = MlaLayout::KbVb;
   TokenizerOptions tokenizer;

@@ -1,60 +1,93 @@
 #include "convert/quantize_gguf.h"
 
-#include <cstdio>
 #include <cstring>
+#include <optional>
 
+#include "convert/imatrix.h"
 #include "convert/page_release.h"
 #include "convert/progress.h"
-#include "convert/tensor_types.h"
 #include "ggml-like/gguf/gguf.h"
 #include "ggml-like/quant/quant.h"
 
 namespace latte::convert {
 namespace {
 
-// The type a tensor gets, or std::nullopt to copy it unchanged.
-std::optional<ggl::Type> target_type(const QuantizeOptions& o, const ggl::TensorInfo& t,
-                                     const std::function<void(std::string_view)>& notice) {
-  if (!ggl::is_weight_type(t.type)) return std::nullopt;  // integer tensors and the like
-  const std::vector<int64_t> ne(t.ne, t.ne + t.n_dims);
-  if (t.name == "output.weight" && o.leave_output_tensor) return std::nullopt;
-  if (keeps_f32(t.name, ne)) return ggl::Type::F32;
-  const ggl::Type wanted = t.name == "token_embd.weight" && o.token_embedding_type ? *o.token_embedding_type : o.type;
-  TypeChoice c = choose_type(t.name, ne, wanted);
-  if (!c.notice.empty()) {
-    if (o.pure) ggl::fail("{}: tensor {} (--pure forbids falling back to another type)", o.input_path, c.notice);
-    notice(c.notice);
+struct Job {
+  const ggl::TensorInfo* in;
+  ggl::Type type;
+  bool copy;
+  const float* importance = nullptr;  // ne0 weights per matrix, or nullptr
+};
+
+std::vector<int64_t> dims(const ggl::TensorInfo& t) { return std::vector<int64_t>(t.ne, t.ne + t.n_dims); }
+
+// The importance of each tensor to quantize, checked against the model: every entry must name one
+// of its tensors, with ne0 weights per matrix (llama.cpp, too, ignores token_embd's, whose
+// product the imatrix tool never sees as a matmul).
+void attach_importance(const ImportanceMatrix& im, const ggl::GgufFile& in, std::vector<Job>& jobs,
+                       const std::function<void(std::string_view)>& notice) {
+  for (const auto& [name, values] : im.entries())
+    if (!in.find_tensor(name))
+      ggl::fail("{}: importance matrix entry '{}' is not a tensor of {} (an importance matrix for another model?)",
+                im.path(), name, in.path());
+  size_t missing = 0;
+  std::string first_missing;
+  for (Job& j : jobs) {
+    if (j.copy || !ggl::traits(j.type).quantized) continue;
+    const ggl::TensorInfo& t = *j.in;
+    const std::vector<float>* v = im.find(t.name);
+    if (!v) {
+      if (missing++ == 0) first_missing = t.name;
+      continue;
+    }
+    const int64_t want = t.ne[0] * t.ne[2] * t.ne[3];
+    if (static_cast<int64_t>(v->size()) != want) {
+      if (t.name == "token_embd.weight") {
+        notice(fmt::format("ignoring the importance matrix's {} weights for token_embd.weight", v->size()));
+        continue;
+      }
+      ggl::fail("{}: importance matrix entry '{}' has {} weights, but the tensor needs {} ({} per matrix)", im.path(),
+                t.name, v->size(), want, t.ne[0]);
+    }
+    j.importance = v->data();
   }
-  return c.type;
+  if (missing > 0)
+    notice(fmt::format("{} quantized tensor(s) have no importance matrix entry (first: {}); they are quantized "
+                       "without one",
+                       missing, first_missing));
 }
 
 }  // namespace
 
 WriteReport quantize_gguf(const QuantizeOptions& o) {
-  auto notice = [&](std::string_view msg) { convert::report_notice(o.on_notice, "latte quantize", msg); };
-  for (ggl::Type t : {o.type, o.token_embedding_type.value_or(o.type)})
-    if (!parse_output_type(ggl::type_name(t)))
-      ggl::fail("type {} is not an output type ({})", ggl::type_name(t), output_type_names());
+  // Notices about the result (fallback types, imatrix coverage) follow a successful write, so that
+  // a failure is a single line.
+  std::vector<std::string> notices;
+  auto notice = [&](std::string_view msg) { notices.emplace_back(msg); };
 
   ggl::GgufFile in(o.input_path);
-  ggl::GgufWriter writer(static_cast<uint32_t>(in.alignment()));
-  ggl::Metadata& md = writer.metadata();
-  for (const auto& [key, value] : in.metadata().entries()) md.set(key, value);
-  md.set("general.file_type", ggl::Value{file_type_for(o.type)});
-  if (ggl::traits(o.type).quantized) md.set("general.quantization_version", ggl::Value{uint32_t{2}});
+  std::optional<ImportanceMatrix> imatrix;
+  if (!o.imatrix_path.empty()) imatrix = ImportanceMatrix::load(o.imatrix_path);
 
   // Decide every tensor's type before writing anything, so refusals happen before any output.
-  struct Job {
-    const ggl::TensorInfo* in;
-    ggl::Type type;
-    bool copy;
-  };
+  std::vector<RecipeTensor> recipe_tensors;
+  for (const ggl::TensorInfo& t : in.tensors()) {
+    const bool keep = !ggl::is_weight_type(t.type) || (t.name == "output.weight" && o.leave_output_tensor);
+    recipe_tensors.push_back({t.name, dims(t), !keep});
+  }
+  RecipeOptions recipe = o.recipe;
+  recipe.has_imatrix = imatrix.has_value();
+  const std::vector<TensorTypeChoice> choices =
+      choose_tensor_types(o.file_type, RecipeModel::from_metadata(in.metadata(), in.path()), recipe_tensors, recipe);
+
   std::vector<Job> jobs;
   WriteReport report;
   uint64_t total = 0;
-  for (const ggl::TensorInfo& t : in.tensors()) {
-    std::optional<ggl::Type> target = target_type(o, t, notice);
-    Job j{&t, target.value_or(t.type), !target || *target == t.type};
+  for (size_t i = 0; i < in.tensors().size(); ++i) {
+    const ggl::TensorInfo& t = in.tensors()[i];
+    if (!choices[i].notice.empty()) notice(choices[i].notice);
+    const ggl::Type type = recipe_tensors[i].quantize ? choices[i].type : t.type;
+    Job j{&t, type, type == t.type};
     if (!j.copy && ggl::traits(t.type).quantized && !o.allow_requantize)
       ggl::fail("{}: tensor '{}' is already {}; pass --allow-requantize to re-quantize it to {} (quality loss)",
                 o.input_path, t.name, ggl::type_name(t.type), ggl::type_name(j.type));
@@ -62,12 +95,19 @@ WriteReport quantize_gguf(const QuantizeOptions& o) {
     report.per_type[std::string(ggl::type_name(j.type))]++;
     jobs.push_back(j);
   }
+  if (imatrix) attach_importance(*imatrix, in, jobs, notice);
+
+  ggl::GgufWriter writer(static_cast<uint32_t>(in.alignment()));
+  ggl::Metadata& md = writer.metadata();
+  for (const auto& [key, value] : in.metadata().entries()) md.set(key, value);
+  md.set("general.file_type", ggl::Value{o.file_type.id});
+  if (ggl::traits(o.file_type.base).quantized) md.set("general.quantization_version", ggl::Value{uint32_t{2}});
+  if (imatrix) imatrix->add_metadata(md);
 
   Progress progress(jobs.size(), total, o.progress);
   for (const Job& j : jobs) {
     const ggl::TensorInfo* t = j.in;
-    std::vector<int64_t> ne(t->ne, t->ne + t->n_dims);
-    writer.add_tensor(t->name, j.type, ne, [t, j, &progress](uint8_t* dst, size_t nbytes) {
+    writer.add_tensor(t->name, j.type, dims(*t), [t, j, &o, &progress](uint8_t* dst, size_t nbytes) {
       if (j.copy) {
         std::memcpy(dst, t->data, nbytes);
         // GgufFile(path) maps the file read-only, so pages can be dropped once read; the data
@@ -78,20 +118,22 @@ WriteReport quantize_gguf(const QuantizeOptions& o) {
         const ggl::Type in_type = t->type;
         const int64_t ne0 = t->ne[0];
         const uint8_t* src = t->data;
-        encode_rows(j.type, ne0, t->ne[1] * t->ne[2] * t->ne[3],
-                    [=](int64_t first, int64_t count, float* out) {
-                      const uint8_t* rows = src + static_cast<size_t>(first) * in_row;
-                      for (int64_t r = 0; r < count; ++r)
-                        ggl::dequantize_row(in_type, rows + static_cast<size_t>(r) * in_row, out + r * ne0, ne0);
-                      release_file_pages(rows, static_cast<size_t>(count) * in_row, src - t->offset);
-                    },
-                    dst);
+        encode_rows(
+            j.type, ne0, t->ne[1] * t->ne[2] * t->ne[3],
+            [=](int64_t first, int64_t count, float* out) {
+              const uint8_t* rows = src + static_cast<size_t>(first) * in_row;
+              for (int64_t r = 0; r < count; ++r)
+                ggl::dequantize_row(in_type, rows + static_cast<size_t>(r) * in_row, out + r * ne0, ne0);
+              release_file_pages(rows, static_cast<size_t>(count) * in_row, src - t->offset);
+            },
+            dst, RowImportance{j.importance, t->ne[1]}, o.quantizer);
       }
       progress.tensor_done(t->name, nbytes);
     });
   }
   writer.write(o.output_path);
   progress.finish();
+  for (const std::string& n : notices) convert::report_notice(o.on_notice, "latte quantize", n);
 
   report.n_tensors = jobs.size();
   report.bytes = total;

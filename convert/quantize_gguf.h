@@ -1,26 +1,29 @@
-// `latte quantize`: re-encodes the weights of a GGUF file in another type, keeping its metadata
-// (general.file_type updated) and tensor order. Tensor rules are those of `latte convert`
-// (tensor_types.h); the quantizer is the reference one (ggml-like/quant/quant.h), so quantizing an F32
-// file reproduces other tools' reference-quantized files byte for byte.
+// `latte quantize`: re-encodes the weights of a GGUF file as a llama.cpp file type, keeping its
+// metadata (general.file_type updated) and tensor order. Which tensor gets which type is the
+// recipe's choice (quant_recipe.h); the quantizers are the reference ones
+// (ggml-like/quant/quant.h), so quantizing an F32 file reproduces llama.cpp's files byte for byte.
 #pragma once
-#include <optional>
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include "convert/convert_hf.h"
-#include "ggml-like/core/types.h"
+#include "convert/quant_recipe.h"
+#include "convert/tensor_types.h"
 
 namespace latte::convert {
 
 struct QuantizeOptions {
   std::string input_path;
   std::string output_path;
-  ggl::Type type = ggl::Type::Q8_0;
-  // Every eligible weight exactly in `type`: a tensor whose rows do not fit the type's block size
-  // is an error instead of falling back to F16.
-  bool pure = false;
+  FileType file_type = *find_file_type("q8_0");
+  RecipeOptions recipe;                          // --pure, --output-tensor-type, ... (has_imatrix is set here)
   bool leave_output_tensor = false;              // output.weight keeps its type and bytes
-  std::optional<ggl::Type> token_embedding_type; // type for token_embd.weight
   bool allow_requantize = false;                 // permit re-quantizing already quantized tensors
+  // An importance matrix (GGUF or legacy .dat) whose per-column weights reach the quantizers;
+  // its entries must name tensors of this model with matching sizes.
+  std::string imatrix_path;
+  RowQuantizer quantizer;                        // default: the reference quantizers
   bool progress = true;
   std::function<void(std::string_view)> on_notice;  // default: stderr
 };

@@ -1,47 +1,31 @@
-// Which type each tensor is stored in, shared by `latte convert` and `latte quantize`, and the
-// row-by-row encoder that turns float32 rows into that type.
-//
-// Rules: 1-D tensors (norms, biases, exp_probs_b) and the MoE router `ffn_gate_inp` stay F32;
-// every 2-D/3-D weight gets the requested type; with a block-quantized type, a tensor whose rows
-// are not a multiple of the block size (32) falls back to F16 with a notice.
+// The row-by-row encoder that turns float32 rows into a storage type, shared by `latte convert`,
+// `latte quantize` and `latte synth` (which type each tensor gets is quant_recipe.h's job).
 #pragma once
 #include <cstdint>
 #include <functional>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
 
 #include "ggml-like/core/types.h"
 
 namespace latte::convert {
 
-// The types convert and quantize produce: f32, f16, bf16, q8_0, q4_0, q4_1.
-std::optional<ggl::Type> parse_output_type(std::string_view name);
-std::string output_type_names();  // "f32, f16, bf16, q8_0, q4_0, q4_1"
-// parse_output_type for a command-line value; `what` names the flag in the one-line error.
-ggl::Type require_output_type(std::string_view name, std::string_view what);
-// Help text of the --type flag of the commands that write whole models (convert, synth).
-std::string weight_type_help();
-
-// general.file_type (llama.cpp's llama_ftype) for a file whose weights are mostly `t`.
-uint32_t file_type_for(ggl::Type t);
-
-struct TypeChoice {
-  ggl::Type type;
-  std::string notice;  // non-empty when the tensor could not get the requested type
-};
-
-// The storage type of tensor `name` with dims `ne` (fastest-first) when `wanted` is requested.
-TypeChoice choose_type(std::string_view name, const std::vector<int64_t>& ne, ggl::Type wanted);
-// True for tensors that always stay F32 (1-D, and the expert router).
-bool keeps_f32(std::string_view name, const std::vector<int64_t>& ne);
-
 // Produces rows [first, first + count) of a tensor, each ne0 floats, into dst.
 using RowFill = std::function<void(int64_t first, int64_t count, float* dst)>;
 
+// Encodes one row of n floats as type t; importance is nullptr or n per-column weights.
+// Default: the reference quantizer (ggml-like/quant/quant.h). Tests pass their own to see what
+// reaches the quantizer.
+using RowQuantizer = std::function<void(ggl::Type t, const float* src, void* dst, int64_t n, const float* importance)>;
+
+// Per-column importance of a tensor (from an importance matrix): row r uses
+// values + (r / rows_per_matrix) * ne0, i.e. one vector per matrix (per expert of a 3-D tensor).
+struct RowImportance {
+  const float* values = nullptr;
+  int64_t rows_per_matrix = 1;
+};
+
 // Encodes `rows` rows of ne0 floats, produced by `fill` a chunk at a time, as type t into dst
 // (exactly rows * row_bytes(t, ne0) bytes). Memory used: one chunk of a few MiB of floats.
-void encode_rows(ggl::Type t, int64_t ne0, int64_t rows, const RowFill& fill, uint8_t* dst);
+void encode_rows(ggl::Type t, int64_t ne0, int64_t rows, const RowFill& fill, uint8_t* dst,
+                 const RowImportance& importance = {}, const RowQuantizer& quantizer = {});
 
 }  // namespace latte::convert

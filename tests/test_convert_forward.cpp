@@ -111,7 +111,7 @@ std::string convert(const fs::path& dir, ggl::Type type, latte::convert::MlaLayo
   latte::convert::ConvertOptions o;
   o.input_dir = dir.string();
   o.output_path = (dir.parent_path() / (dir.filename().string() + ".gguf")).string();
-  o.type = type;
+  o.file_type = *latte::convert::file_type_of_base(type);
   o.mla_layout = layout;
   o.progress = false;
   o.on_notice = [](std::string_view) {};

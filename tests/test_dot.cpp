@@ -15,7 +15,12 @@ namespace {
 
 using ggl::Type;
 
-const Type kWeightTypes[] = {Type::F32, Type::F16, Type::BF16, Type::Q8_0, Type::Q4_0, Type::Q4_1};
+const Type kWeightTypes[] = {Type::F32,  Type::F16,  Type::BF16, Type::Q8_0, Type::Q4_0,   Type::Q4_1,  Type::Q5_0,
+                             Type::Q5_1, Type::Q2_K, Type::Q3_K, Type::Q4_K, Type::Q5_K, Type::Q6_K, Type::IQ4_NL,
+                             Type::IQ4_XS};
+
+// Row lengths that fill whole blocks of t (the super-block types skip 32, 64, 96, ...).
+bool fits(Type t, int64_t n) { return n % ggl::traits(t).block_size == 0; }
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
@@ -68,7 +73,8 @@ class DotTest : public ::testing::TestWithParam<Type> {};
 
 TEST_P(DotTest, DotRowMatchesDequantizedProduct) {
   const Type t = GetParam();
-  for (int64_t n : {32, 64, 96, 1024, 4096 + 32}) {
+  for (int64_t n : {32, 64, 96, 1024, 4096 + 32, 4096 + 256}) {
+    if (!fits(t, n)) continue;
     const Matrix m(t, 3, n, 11 + static_cast<uint32_t>(n));
     const std::vector<float> x = random_floats(static_cast<size_t>(n), 7);
     for (int64_t r = 0; r < m.rows; ++r) {
@@ -151,12 +157,12 @@ TEST(Dot, PlainTypesHandleRowsThatAreNotMultiplesOf32) {
   }
 }
 
-// decode_row gives the weights the products use: the stored values, to float rounding (Q4_1's
-// d * q + m may fuse), for block types and for plain rows of any length.
+// decode_row gives the weights the products use: the stored values, to float rounding (d * q + m
+// and d * q - m may fuse), for block types and for plain rows of any length.
 TEST(Dot, DecodeRowGivesTheStoredWeights) {
-  for (Type t : {Type::F32, Type::F16, Type::BF16, Type::Q8_0, Type::Q4_0, Type::Q4_1})
-    for (int64_t n : {32, 96, 37, 1}) {
-      if (ggl::traits(t).block_size > 1 && n % 32 != 0) continue;
+  for (Type t : kWeightTypes)
+    for (int64_t n : {32, 96, 37, 1, 512}) {
+      if (!fits(t, n)) continue;
       const Matrix m(t, 2, n, 31);
       std::vector<float> got(static_cast<size_t>(n));
       for (int64_t r = 0; r < 2; ++r) {

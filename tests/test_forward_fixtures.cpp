@@ -47,6 +47,23 @@ const std::vector<Fixture>& fixtures() {
     exact("ds2-v2-tiny-q8_0", true, 0.0187, 0.00189);
     exact("ds3-tiny-q4_0", true, 0.0753, 0.0292);
     exact("llama-gqa-tiny-q8_0", true, 0.0129, 0.00086);
+    // llama.cpp's K-quant, IQ4 and Q5 files of one DeepSeek-V3-flavoured model, against the exact
+    // result for their weights (fixtures/kquant/README.md, its oracle table).
+    auto kquant = [&f](const char* type, double nrmse, double kl) {
+      const std::string base = std::string("fixtures/kquant/kq-tiny-") + type;
+      f.push_back({std::string("kq-tiny-") + type, base + ".gguf", "fixtures/kquant/kq-tiny.tokens.txt",
+                   base + ".exact-logits.f32", true, nrmse, kl, ""});
+    };
+    kquant("q2_k", 0.0232, 0.00335);
+    kquant("q3_k_m", 0.0228, 0.0029);
+    kquant("q4_k_s", 0.0566, 0.00756);
+    kquant("q4_k_m", 0.0567, 0.00856);
+    kquant("q5_k_m", 0.0708, 0.0185);
+    kquant("q6_k", 0.0227, 0.00289);
+    kquant("iq4_xs", 0.023, 0.00276);
+    kquant("iq4_nl", 0.0167, 0.00151);
+    kquant("q5_0", 0.0518, 0.0186);
+    kquant("q5_1", 0.0168, 0.00174);
     f.push_back({"stories260K", "models/stories260K.gguf", "models/stories260K.tokens.txt",
                  "models/stories260K.logits.f32", false});
     f.push_back({"tiny-mla-stories-f32", "models/tiny-mla-stories-f32.gguf", "models/tiny-mla-stories.tokens.txt",

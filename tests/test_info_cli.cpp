@@ -1,7 +1,10 @@
 // `latte info` describes every shared GGUF correctly and rejects bad files with one line.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <fstream>
+#include <map>
 
 #include "ggml-like/gguf/gguf.h"
 #include "tests/test_support.h"
@@ -66,6 +69,34 @@ TEST(InfoCli, PerTypeTotalsAndBitsPerWeight) {
   // Q8_0 stores 34 bytes per 32 weights: 8.5 bits per weight.
   EXPECT_NE(r.out.find("q8_0"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("8.50 bits/weight"), std::string::npos) << r.out;
+}
+
+// A K-quant mix: one line per type with its tensor count, bytes and bits per weight (Q4_K: 144 bytes
+// per 256 weights, Q6_K 210, Q5_0 22 per 32).
+TEST(InfoCli, KquantMixPerType) {
+  const std::string rel = "fixtures/kquant/kq-tiny-q4_k_m.gguf";
+  LATTE_REQUIRE_SHARED(rel);
+  const std::string path = (shared_dir() / rel).string();
+  auto r = run_latte("info '" + path + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const ggl::GgufFile file(path);
+  std::map<std::string, std::pair<size_t, size_t>> per_type;  // count, bytes
+  for (const auto& t : file.tensors()) {
+    auto& e = per_type[std::string(ggl::type_name(t.type))];
+    e.first++;
+    e.second += t.nbytes;
+  }
+  const std::map<std::string, std::string> bits = {
+      {"q4_K", "4.50"}, {"q6_K", "6.56"}, {"q5_0", "5.50"}, {"f32", "32.00"}};
+  ASSERT_EQ(per_type.size(), bits.size()) << r.out;
+  for (const auto& [name, e] : per_type) {
+    const std::string line = fmt::format("  {:<6} {:>4} tensors", name, e.first);
+    const size_t at = r.out.find(line);
+    ASSERT_NE(at, std::string::npos) << line << "\n" << r.out;
+    const std::string rest = r.out.substr(at, r.out.find('\n', at) - at);
+    EXPECT_NE(rest.find(bits.at(name) + " bits/weight"), std::string::npos) << rest;
+  }
+  EXPECT_NE(r.out.find(fmt::format("tensors:       {} tensors", file.tensors().size())), std::string::npos) << r.out;
 }
 
 TEST(InfoCli, LatentCacheBytesNextToPerHeadKv) {

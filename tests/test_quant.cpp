@@ -12,6 +12,7 @@
 #include "ggml-like/core/fp16.h"
 #include "ggml-like/gguf/gguf.h"
 #include "ggml-like/quant/quant.h"
+#include "tests/quant_fixture_util.h"
 #include "tests/test_support.h"
 
 namespace {
@@ -52,21 +53,8 @@ void expect_fixture_reproduced(const std::string& quantized_name, Type target) {
     ASSERT_EQ(q.type, stays_f32 ? Type::F32 : target);
     if (!stays_f32) ++quantized_tensors;
 
-    const int64_t n = q.ne[0];
-    const int64_t rows = q.n_elements() / n;
-    const size_t stride = ggl::row_bytes(q.type, n);
-    ASSERT_EQ(q.nbytes, stride * rows);
-    std::vector<uint8_t> mine(q.nbytes);
-    const auto* x = reinterpret_cast<const float*>(src->data);
-    for (int64_t r = 0; r < rows; ++r) ggl::quantize_row(q.type, x + r * n, mine.data() + r * stride, n);
-
-    // Count differing blocks, and name the first, so a failure says where to look.
-    const size_t block_bytes = ggl::traits(q.type).block_bytes;
-    size_t differing = 0, first = 0;
-    for (size_t off = 0; off < q.nbytes; off += block_bytes) {
-      if (std::memcmp(mine.data() + off, q.data + off, block_bytes) != 0 && differing++ == 0) first = off / block_bytes;
-    }
-    EXPECT_EQ(differing, 0u) << "blocks differ; first is block " << first << " of " << q.nbytes / block_bytes;
+    const latte::testing::BlockComparison c = latte::testing::quantize_and_compare(*src, q);
+    EXPECT_EQ(c.differing, 0u) << "blocks differ; first is block " << c.first << " of " << c.blocks;
   }
   EXPECT_GT(quantized_tensors, 10);  // the comparison above really exercised the quantizer
 }

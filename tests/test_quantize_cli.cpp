@@ -38,15 +38,18 @@ bool same_bytes(const ggl::TensorInfo& a, const ggl::TensorInfo& b) {
   return a.type == b.type && a.nbytes == b.nbytes && std::memcmp(a.data, b.data, a.nbytes) == 0;
 }
 
-// Quantizing the F32 fixture reproduces the reference quantizer's files tensor for tensor, and
-// keeps the input's metadata, with general.file_type updated.
-void expect_known_answer(const std::string& type, const char* reference, uint32_t file_type) {
-  const fs::path out = quantize(shared_dir() / kF32, type, "", "ds2-v2-tiny-" + type + ".gguf");
-  ggl::GgufFile got(out.string()), ref((shared_dir() / reference).string()), in((shared_dir() / kF32).string());
+// Quantizing an F32 fixture reproduces the reference quantizer's files tensor for tensor (type and
+// bytes), and keeps the input's metadata, with general.file_type updated.
+void expect_known_answer(const std::string& input, const std::string& type, const std::string& reference,
+                         uint32_t file_type, const std::string& flags = "") {
+  const fs::path out = quantize(shared_dir() / input, type, flags + " --no-progress",
+                                fs::path(reference).stem().string() + "-latte.gguf");
+  ggl::GgufFile got(out.string()), ref((shared_dir() / reference).string()), in((shared_dir() / input).string());
   ASSERT_EQ(got.tensors().size(), ref.tensors().size());
   for (const ggl::TensorInfo& t : ref.tensors()) {
     const ggl::TensorInfo& g = tensor(got, t.name);
     EXPECT_EQ(std::vector<int64_t>(g.ne, g.ne + g.n_dims), std::vector<int64_t>(t.ne, t.ne + t.n_dims)) << t.name;
+    EXPECT_EQ(ggl::type_name(g.type), ggl::type_name(t.type)) << t.name;
     EXPECT_TRUE(same_bytes(g, t)) << t.name << ": differs from " << reference;
   }
   // Tensor order is the input's.
@@ -63,20 +66,43 @@ void expect_known_answer(const std::string& type, const char* reference, uint32_
 TEST(QuantizeCli, Q8_0ReproducesReferenceFileByteForByte) {
   LATTE_REQUIRE_SHARED(kF32);
   LATTE_REQUIRE_SHARED("fixtures/ds2-v2-tiny-q8_0.gguf");
-  expect_known_answer("q8_0", "fixtures/ds2-v2-tiny-q8_0.gguf", 7);
+  expect_known_answer(kF32, "q8_0", "fixtures/ds2-v2-tiny-q8_0.gguf", 7);
 }
 
 TEST(QuantizeCli, Q4_0ReproducesReferenceFileByteForByte) {
   LATTE_REQUIRE_SHARED(kF32);
   LATTE_REQUIRE_SHARED("fixtures/ds2-v2-tiny-q4_0.gguf");
-  expect_known_answer("q4_0", "fixtures/ds2-v2-tiny-q4_0.gguf", 2);
+  // The fixture has every weight in Q4_0 (llama.cpp's q4_0 mix would put output.weight in Q8_0).
+  expect_known_answer(kF32, "q4_0", "fixtures/ds2-v2-tiny-q4_0.gguf", 2, "--pure");
 }
+
+// Known answer 1 of fixtures/kquant: llama.cpp's ten file types of the same model, each tensor in
+// the same type with the same bytes, general.file_type its LLAMA_FTYPE.
+class QuantizeKquant : public ::testing::TestWithParam<std::pair<const char*, uint32_t>> {};
+
+TEST_P(QuantizeKquant, ReproducesTheReferenceFileTensorForTensor) {
+  const auto [type, file_type] = GetParam();
+  const std::string input = "fixtures/kquant/kq-tiny-f32.gguf";
+  const std::string reference = std::string("fixtures/kquant/kq-tiny-") + type + ".gguf";
+  LATTE_REQUIRE_SHARED(input);
+  LATTE_REQUIRE_SHARED(reference);
+  std::string upper = type;  // llama.cpp spells them in capitals; either works
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  expect_known_answer(input, upper, reference, file_type);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, QuantizeKquant,
+                         ::testing::Values(std::pair{"q2_k", 10u}, std::pair{"q3_k_m", 12u}, std::pair{"q4_k_s", 14u},
+                                           std::pair{"q4_k_m", 15u}, std::pair{"q5_k_m", 17u}, std::pair{"q6_k", 18u},
+                                           std::pair{"iq4_xs", 30u}, std::pair{"iq4_nl", 25u}, std::pair{"q5_0", 8u},
+                                           std::pair{"q5_1", 9u}),
+                         [](const auto& info) { return std::string(info.param.first); });
 
 TEST(QuantizeCli, TensorRules) {
   LATTE_REQUIRE_SHARED(kF32);
   ggl::GgufFile in((shared_dir() / kF32).string());
   for (const char* type : {"f16", "bf16", "q4_1"}) {
-    ggl::GgufFile got(quantize(shared_dir() / kF32, type, "", std::string("rules-") + type + ".gguf").string());
+    ggl::GgufFile got(quantize(shared_dir() / kF32, type, "--pure", std::string("rules-") + type + ".gguf").string());
     const ggl::Type want = *ggl::type_from_name(type);
     for (const ggl::TensorInfo& t : got.tensors()) {
       const bool stays_f32 = t.n_dims == 1 || t.name.find("ffn_gate_inp") != std::string::npos;
@@ -173,6 +199,13 @@ TEST(QuantizeCli, ErrorsAreOneLineAndLeaveNoFile) {
   const fs::path bad = dir / "bad.gguf";
   std::ofstream(bad) << "GGUF but not really";
   for (const Case& c : {Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q5_k", "TYPE 'q5_k' is not one of"},
+                        Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " iq2_xxs", "TYPE 'iq2_xxs' is not one of"},
+                        Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q4_k_m --tensor-type attn=q9_k",
+                             "--tensor-type attn=q9_k: type 'q9_k' is not one of"},
+                        Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q4_k_m --tensor-type attn",
+                             "--tensor-type 'attn' is not REGEX=TYPE"},
+                        Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q4_k_m --output-tensor-type q4_k",
+                             "--output-tensor-type q4_K: tensor output.weight has rows of 320, not a multiple of 256"},
                         Case{q(dir / "missing.gguf") + " " + q(dir / "o.gguf") + " q8_0", "missing.gguf"},
                         Case{q(bad) + " " + q(dir / "o.gguf") + " q8_0", "bad.gguf"},
                         Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q8_0 --token-embedding-type i32",
@@ -186,19 +219,41 @@ TEST(QuantizeCli, ErrorsAreOneLineAndLeaveNoFile) {
   }
 }
 
-// `latte convert --type q4_0` and `latte quantize` of the F32 conversion use the same quantizer.
+// A K-quant file cut short: the GGUF reader refuses it before anything is written.
+TEST(QuantizeCli, TruncatedKquantFileIsRefused) {
+  const std::string ref = "fixtures/kquant/kq-tiny-q4_k_m.gguf";
+  LATTE_REQUIRE_SHARED(ref);
+  const fs::path dir = fresh_dir("qtrunc");
+  std::ifstream in(shared_dir() / ref, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  std::ofstream(dir / "cut.gguf", std::ios::binary) << bytes.substr(0, bytes.size() - 1000);
+  for (const std::string& cmd : {"quantize " + q(dir / "cut.gguf") + " " + q(dir / "o.gguf") + " q8_0 --allow-requantize",
+                                 "info " + q(dir / "cut.gguf")}) {
+    auto r = run_latte(cmd);
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+    EXPECT_NE(r.out.find("cut.gguf"), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(dir / "o.gguf"));
+  }
+}
+
+// `latte convert --type T` and `latte quantize` of the F32 conversion use the same recipe and
+// quantizers: a legacy type and a K-quant mix (whose fallbacks and more-bits tensors must agree too).
 TEST(QuantizeCli, ConvertAndQuantizeAgree) {
   LATTE_REQUIRE_SHARED("models/tiny-mla-stories-hf");
   const fs::path dir = fresh_dir("agree");
   const fs::path hf = shared_dir() / "models/tiny-mla-stories-hf";
   auto r = run_latte("convert " + q(hf) + " -o " + q(dir / "f32.gguf") + " --type f32");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  r = run_latte("convert " + q(hf) + " -o " + q(dir / "q4_1.gguf") + " --type q4_1");
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  ggl::GgufFile direct((dir / "q4_1.gguf").string());
-  ggl::GgufFile via(quantize(dir / "f32.gguf", "q4_1", "", "via-f32.gguf").string());
-  ASSERT_EQ(direct.tensors().size(), via.tensors().size());
-  for (const ggl::TensorInfo& t : direct.tensors()) EXPECT_TRUE(same_bytes(tensor(via, t.name), t)) << t.name;
+  for (const std::string type : {"q4_1", "q4_k_m", "q3_k_m"}) {
+    r = run_latte("convert " + q(hf) + " -o " + q(dir / (type + ".gguf")) + " --type " + type);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    ggl::GgufFile direct((dir / (type + ".gguf")).string());
+    ggl::GgufFile via(quantize(dir / "f32.gguf", type, "", "via-f32-" + type + ".gguf").string());
+    ASSERT_EQ(direct.tensors().size(), via.tensors().size());
+    for (const ggl::TensorInfo& t : direct.tensors()) EXPECT_TRUE(same_bytes(tensor(via, t.name), t)) << t.name;
+    EXPECT_EQ(direct.metadata().get<uint32_t>("general.file_type"), via.metadata().get<uint32_t>("general.file_type"));
+  }
 }
 
 }  // namespace

@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <string>
 
+#include <set>
+
+#include "convert/quant_recipe.h"
 #include "ggml-like/gguf/gguf.h"
 #include "src/model/model.h"
 #include "tests/test_support.h"
@@ -53,6 +56,30 @@ TEST_F(SynthCli, AllDenseLayersLoadAndRun) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const latte::Model model(out.string());
   EXPECT_EQ(model.hparams().moe.n_leading_dense, 1);
+  const auto bench = run_latte("bench -m " + out.string() + " -p 8 -n 2 -r 1 -t 1", /*merge_stderr=*/false);
+  EXPECT_EQ(bench.exit_code, 0) << bench.out;
+}
+
+// --type q4_k_m: the synthetic model in llama.cpp's mix, each tensor in the type the recipe gives it
+// (the same code `latte quantize` uses), and the engine runs it.
+TEST_F(SynthCli, KquantMixFollowsTheRecipe) {
+  const fs::path out = dir_ / "mix.gguf";
+  const auto r = run_latte("synth --preset tiny-v3 --layers 3 --type Q4_K_M -o " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const ggl::GgufFile f(out.string());
+  EXPECT_EQ(f.metadata().get<uint32_t>("general.file_type"), 15u);
+  std::vector<latte::convert::RecipeTensor> ts;
+  for (const auto& t : f.tensors()) ts.push_back({t.name, std::vector<int64_t>(t.ne, t.ne + t.n_dims)});
+  const auto want = latte::convert::choose_tensor_types(
+      *latte::convert::find_file_type("q4_k_m"), latte::convert::RecipeModel::from_metadata(f.metadata(), f.path()),
+      ts, {});
+  std::set<ggl::Type> types;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    EXPECT_EQ(ggl::type_name(f.tensors()[i].type), ggl::type_name(want[i].type)) << ts[i].name;
+    types.insert(f.tensors()[i].type);
+  }
+  EXPECT_TRUE(types.count(ggl::Type::Q4_K)) << r.out;
+  EXPECT_TRUE(types.count(ggl::Type::Q6_K) || types.count(ggl::Type::Q8_0)) << r.out;  // output, ffn_down
   const auto bench = run_latte("bench -m " + out.string() + " -p 8 -n 2 -r 1 -t 1", /*merge_stderr=*/false);
   EXPECT_EQ(bench.exit_code, 0) << bench.out;
 }

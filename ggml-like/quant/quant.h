@@ -1,36 +1,36 @@
-// Reference (scalar, float32) quantization of rows, and the exact ggml block layouts.
+// Row quantization and dequantization for every type latte stores, byte-exact with ggml's
+// quantizers; the block layouts live in legacy.h, kquants.h and iq4.h.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
 #include "ggml-like/core/types.h"
+#include "ggml-like/quant/iq4.h"
+#include "ggml-like/quant/kquants.h"
+#include "ggml-like/quant/legacy.h"
 
 namespace ggl {
 
-// Q8_0: 32 weights, value = d * q.
-struct BlockQ8_0 {
-  uint16_t d;  // fp16 scale
-  int8_t qs[kQuantBlock];
-};
-// Q4_0: 32 weights, value = d * (q - 8); qs[j] holds element j (low nibble) and j + 16 (high nibble).
-struct BlockQ4_0 {
-  uint16_t d;
-  uint8_t qs[kQuantBlock / 2];
-};
-// Q4_1: 32 weights, value = d * q + m; same nibble order as Q4_0.
-struct BlockQ4_1 {
-  uint16_t d;
-  uint16_t m;
-  uint8_t qs[kQuantBlock / 2];
-};
-static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20);
+// Converts n floats into a row of type t: any weight type (is_weight_type) or Q8_K. n must be a
+// multiple of the type's block size. Without importance, the bytes are those of ggml's
+// ggml_quantize_chunk without an importance matrix.
+// importance: nullptr, or n non-negative per-column weights (an imatrix's mean squared activation
+// of each input column). The types for which quantizer_uses_importance is true then run ggml's
+// error-weighted quantizers (ggml's quant_weights path); the others ignore it. With importance, n
+// must be exactly one tensor row: several of those quantizers weigh by the row's mean square.
+void quantize_row(Type t, const float* src, void* dst, int64_t n, const float* importance = nullptr);
 
-// Converts n floats into a row of type t (any of F32, F16, BF16, Q8_0, Q4_0, Q4_1).
-// n must be a multiple of the type's block size. Byte-exact with ggml's reference quantizers.
-void quantize_row(Type t, const float* src, void* dst, int64_t n);
-// Converts a row of n elements of type t back to floats.
+// Converts a row of n elements of type t (a weight type or Q8_K) back to floats.
 void dequantize_row(Type t, const void* src, float* dst, int64_t n);
-// True for the types quantize_row/dequantize_row accept.
+
+// True for the types a model's tensors can have and latte computes with: F32, F16, BF16, Q4_0,
+// Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL, IQ4_XS. Q8_K is not one: it is the activation format
+// of ggml's K-quant dot products, which no model file stores (quantize_row/dequantize_row still
+// handle it).
 bool is_weight_type(Type t);
+
+// True where quantize_row's importance changes the result: Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K,
+// IQ4_NL, IQ4_XS (ggml's quantizers that take quant_weights). False for the float types, Q8_0, Q8_K.
+bool quantizer_uses_importance(Type t);
 
 }  // namespace ggl

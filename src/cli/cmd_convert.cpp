@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "convert/convert_hf.h"
-#include "convert/tensor_types.h"
+#include "convert/quant_recipe.h"
 #include "src/cli/commands.h"
 #include "src/cli/output_path.h"
 #include "src/cli/parse_flags.h"
@@ -32,7 +32,7 @@ int cmd_convert(int argc, char** argv) {
   bool no_progress = false;
   app.add_option("model_dir", input, "Hugging Face model directory")->required();
   app.add_option("-o,--output", output, "output GGUF file (written atomically)")->required();
-  app.add_option("--type", type_name, convert::weight_type_help())->capture_default_str();
+  app.add_option("--type", type_name, convert::file_type_help())->capture_default_str();
   app.add_option("--name", name, "general.name (default: the directory's name)");
   app.add_option("--mla-layout", mla_layout,
                  "DeepSeek attention layout: k_b (attn_k_b + attn_v_b, current) or kv_b (one attn_kv_b, older)")
@@ -47,7 +47,7 @@ int cmd_convert(int argc, char** argv) {
   convert::ConvertOptions opts;
   opts.input_dir = input;
   opts.output_path = output;
-  opts.type = convert::require_output_type(type_name, "--type");
+  opts.file_type = convert::require_file_type(type_name, "--type");
   if (!name.empty()) opts.name = name;
   if (mla_layout == "k_b")
     opts.mla_layout = convert::MlaLayout::KbVb;

@@ -93,7 +93,7 @@ void print_tensor_summary(const ggl::GgufFile& file) {
              human_count(static_cast<double>(all.elements)), human_bytes(static_cast<double>(all.bytes)),
              8.0 * static_cast<double>(all.bytes) / static_cast<double>(all.elements));
   for (const auto& [name, t] : per_type)
-    fmt::print("  {:<5} {:>4} tensors  {:>10}  {:>8} params  {:.2f} bits/weight\n", name, t.tensors,
+    fmt::print("  {:<6} {:>4} tensors  {:>10}  {:>8} params  {:.2f} bits/weight\n", name, t.tensors,
                human_bytes(static_cast<double>(t.bytes)), human_count(static_cast<double>(t.elements)),
                8.0 * static_cast<double>(t.bytes) / static_cast<double>(t.elements));
 }

@@ -1,11 +1,11 @@
-// `latte synth --preset v2-lite --type q4_0 -o FILE`: a synthetic DeepSeek model with the exact
+// `latte synth --preset v2-lite --type q4_k_m -o FILE`: a synthetic DeepSeek model with the exact
 // geometry of a published one and seeded random weights, for benchmarks where the real weights
 // cannot be had. The file is an ordinary deepseek2 GGUF; llama.cpp-family engines also need a
 // vocabulary to load it (--vocab copies one from a vocabulary GGUF).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "convert/tensor_types.h"
+#include "convert/quant_recipe.h"
 #include "ggml-like/core/error.h"
 #include "src/cli/commands.h"
 #include "src/cli/output_path.h"
@@ -19,13 +19,14 @@ int cmd_synth(int argc, char** argv) {
   std::string arch = "deepseek2", preset_name, type_name = "q4_0", mla_layout = "kv_b", output, vocab, name;
   int64_t layers = 0;
   uint64_t seed = 1;
-  bool no_progress = false;
+  bool no_progress = false, pure = false;
   app.add_option("--arch", arch, "GGUF architecture (deepseek2)")->capture_default_str();
   app.add_option("--preset", preset_name,
                  "geometry: v2-lite (DeepSeek-V2-Lite, 15.7B), v2 (DeepSeek-V2, 236B), v3 (DeepSeek-V3, 671B), "
                  "tiny / tiny-v3 (V2-Lite / V3 flavoured, a few MiB, for tests)")
       ->required();
-  app.add_option("--type", type_name, convert::weight_type_help())->capture_default_str();
+  app.add_option("--type", type_name, convert::file_type_help())->capture_default_str();
+  app.add_flag("--pure", pure, "every 2-D/3-D weight in the type itself: no mix (output.weight too)");
   app.add_option("--layers", layers, "keep only the first N layers (to shrink the big presets)");
   app.add_option("--mla-layout", mla_layout,
                  "attention layout: kv_b (one attn_kv_b per layer; loads in older llama.cpp versions too) or k_b "
@@ -44,7 +45,8 @@ int cmd_synth(int argc, char** argv) {
   synth::SynthOptions opts;
   opts.geometry = synth::preset(preset_name);
   if (app.count("--layers")) opts.geometry = synth::with_layers(opts.geometry, layers);
-  opts.type = convert::require_output_type(type_name, "--type");
+  opts.file_type = convert::require_file_type(type_name, "--type");
+  opts.pure = pure;
   if (mla_layout == "kv_b")
     opts.layout = convert::MlaLayout::KvB;
   else if (mla_layout == "k_b")

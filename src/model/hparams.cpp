@@ -133,6 +133,8 @@ Hparams read_hparams(const ggl::GgufFile& file) {
     hp.arch = Arch::kLlama;
   } else if (hp.arch_name == "deepseek2") {
     hp.arch = Arch::kDeepseek2;
+  } else if (hp.arch_name == "deepseek32") {
+    ggl::fail("{}: DeepSeek-V3.2 (architecture 'deepseek32', sparse attention) is not supported yet", file.path());
   } else {
     ggl::fail("{}: unsupported architecture '{}' (supported: llama, deepseek2)", file.path(), hp.arch_name);
   }

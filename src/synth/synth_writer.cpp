@@ -28,8 +28,6 @@ std::string copy_tokenizer(const std::string& path, int64_t n_vocab, ggl::Metada
 
 SynthReport write_synthetic_model(const SynthOptions& opts) {
   auto notice = [&](std::string_view msg) { convert::report_notice(opts.on_notice, "latte synth", msg); };
-  if (!convert::parse_output_type(ggl::type_name(opts.type)))
-    ggl::fail("--type {} is not an output type ({})", ggl::type_name(opts.type), convert::output_type_names());
   const Geometry& g = opts.geometry;
   const std::vector<SynthTensor> tensors = plan_tensors(g, opts.layout);
 
@@ -38,8 +36,8 @@ SynthReport write_synthetic_model(const SynthOptions& opts) {
   convert::put_str(md, "general.architecture", "deepseek2");
   convert::put_str(md, "general.name", opts.name.empty() ? g.title + " (synthetic)" : opts.name);
   add_hparams(g, opts.layout, md);
-  convert::put_u32(md, "general.file_type", convert::file_type_for(opts.type));
-  if (ggl::traits(opts.type).quantized) convert::put_u32(md, "general.quantization_version", 2);
+  convert::put_u32(md, "general.file_type", opts.file_type.id);
+  if (ggl::traits(opts.file_type.base).quantized) convert::put_u32(md, "general.quantization_version", 2);
 
   SynthReport report;
   report.n_params = parameter_count(tensors);
@@ -49,13 +47,20 @@ SynthReport write_synthetic_model(const SynthOptions& opts) {
     report.write.tokenizer = copy_tokenizer(opts.vocab_path, g.n_vocab, md);
   }
 
+  std::vector<convert::RecipeTensor> recipe_tensors;
+  for (const SynthTensor& t : tensors) recipe_tensors.push_back({t.name, t.ne});
+  convert::RecipeOptions recipe;
+  recipe.pure = opts.pure;
+  const std::vector<convert::TensorTypeChoice> choices = convert::choose_tensor_types(
+      opts.file_type, convert::RecipeModel::from_metadata(md, "synth"), recipe_tensors, recipe);
   std::vector<ggl::Type> types;
+  std::vector<std::string> type_notices;  // reported after a successful write
   uint64_t total = 0;
-  for (const SynthTensor& t : tensors) {
-    const convert::TypeChoice c = convert::choose_type(t.name, t.ne, opts.type);
-    if (!c.notice.empty()) notice(c.notice);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const convert::TensorTypeChoice& c = choices[i];
+    if (!c.notice.empty()) type_notices.push_back(c.notice);
     types.push_back(c.type);
-    total += ggl::row_bytes(c.type, t.ne[0]) * static_cast<uint64_t>(t.rows());
+    total += ggl::row_bytes(c.type, tensors[i].ne[0]) * static_cast<uint64_t>(tensors[i].rows());
     report.write.per_type[std::string(ggl::type_name(c.type))]++;
   }
   convert::Progress progress(tensors.size(), total, opts.progress);
@@ -73,6 +78,7 @@ SynthReport write_synthetic_model(const SynthOptions& opts) {
   }
   writer.write(opts.output_path);
   progress.finish();
+  for (const std::string& n : type_notices) notice(n);
 
   report.write.n_tensors = tensors.size();
   report.write.bytes = total;

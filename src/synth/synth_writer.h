@@ -1,5 +1,5 @@
 // `latte synth`: writes a synthetic deepseek2 GGUF (a preset geometry, seeded random weights) in
-// any output type, streamed tensor by tensor through GgufWriter: memory stays near the largest
+// any file type, streamed tensor by tensor through GgufWriter: memory stays near the largest
 // tensor, and the file appears atomically when complete.
 #pragma once
 #include <cstdint>
@@ -9,6 +9,7 @@
 
 #include "convert/convert_hf.h"
 #include "convert/model_plan.h"
+#include "convert/quant_recipe.h"
 #include "ggml-like/gguf/gguf.h"
 #include "src/synth/geometry.h"
 
@@ -16,7 +17,9 @@ namespace latte::synth {
 
 struct SynthOptions {
   Geometry geometry;
-  ggl::Type type = ggl::Type::Q4_0;  // 2-D/3-D weights; norms, biases and the router stay f32
+  // llama.cpp file type, with its per-tensor choices (quant_recipe.h); norms, biases and the router stay f32.
+  convert::FileType file_type = *convert::find_file_type("q4_0");
+  bool pure = false;  // every 2-D/3-D weight in the file type's base type (no mix)
   convert::MlaLayout layout = convert::MlaLayout::KvB;
   std::string output_path;
   std::string vocab_path;  // a GGUF whose tokenizer.* keys are copied; "" for none

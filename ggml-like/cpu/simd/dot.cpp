@@ -1,11 +1,13 @@
-// Weight-row x activation dot products. Each chunk of 32 weights (one quant block) is decoded
-// into float vectors once, already scaled, and then multiplied into every activation column of
-// the tile, so decoding is shared by the columns and each weight row is read once per tile.
+// Weight-row x activation dot products. Each chunk of 32 weights (one quant block, or one
+// sub-block of a 256-value super-block) is decoded into float vectors once, already scaled, and
+// then multiplied into every activation column of the tile, so decoding is shared by the columns
+// and each weight row is read once per tile.
 // The arithmetic is written once with xsimd; only the widening loads below are per instruction set.
 
 #include <xsimd/xsimd.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -94,20 +96,48 @@ inline Floats lookup16(const Table16& table, Ints index) {
 
 inline Floats to_floats(Ints v) { return xsimd::batch_cast<float>(v); }
 
-// The 16 values a 4-bit quant can decode to: level(q) for q = 0..15, computed on vectors of the
-// levels so that every instruction set rounds them identically.
+// A 16-entry lookup table: level(entries[q]) for q = 0..15, computed on vectors so that every
+// instruction set rounds the entries identically.
 template <class Level>
-inline auto q4_table(Level level) {
+inline auto table16(const float* entries, Level level) {
 #if defined(__AVX512F__)
-  return level(Floats(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)));
+  return level(Floats::load_unaligned(entries));
 #elif defined(__AVX2__) && defined(__F16C__)
-  return Table16{level(Floats(_mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7))),
-                 level(Floats(_mm256_setr_ps(8, 9, 10, 11, 12, 13, 14, 15)))};
+  return Table16{level(Floats::load_unaligned(entries)), level(Floats::load_unaligned(entries + 8))};
 #else
   Table16 t;
-  for (int q = 0; q < 16; ++q) t.entries[q] = level(Floats(static_cast<float>(q))).get(0);
+  for (int q = 0; q < 16; ++q) t.entries[q] = level(Floats(entries[q])).get(0);
   return t;
 #endif
+}
+
+// The 16 values a 4-bit quant can decode to: level(q) for q = 0..15.
+inline constexpr float kQ4Levels[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+template <class Level>
+inline auto q4_table(Level level) {
+  return table16(kQ4Levels, level);
+}
+
+// The IQ4 levels as floats, for IQ4_NL / IQ4_XS tables (value = scale * level).
+inline constexpr auto kIq4Levels = [] {
+  std::array<float, 16> v{};
+  for (int q = 0; q < 16; ++q) v[q] = static_cast<float>(kIq4Values[q]);
+  return v;
+}();
+inline auto iq4_table(Floats scale) {
+  return table16(kIq4Levels.data(), [scale](Floats level) { return level * scale; });
+}
+
+// Lane masks of bits 0..31: bit e of a 32-bit mask belongs to element e of a block (Q5_0/Q5_1's qh).
+alignas(64) inline constexpr auto kElementBits = [] {
+  std::array<int32_t, kChunk> v{};
+  for (int e = 0; e < kChunk; ++e) v[e] = static_cast<int32_t>(1u << e);
+  return v;
+}();
+// 16 in the lanes of vector p of a block whose element's bit is set in mask (the fifth bit of a Q5 quant).
+inline Ints fifth_bits(uint32_t mask, int p) {
+  const Ints bits = Ints(static_cast<int32_t>(mask)) & Ints::load_aligned(kElementBits.data() + p * kLanes);
+  return xsimd::select(bits != Ints(0), Ints(16), Ints(0));
 }
 
 // The quants of vector p of a Q4 block, in the low 4 bits of each lane (higher bits are ignored by
@@ -196,6 +226,171 @@ struct DecodeQ4_1 {
   }
 };
 
+// Super-block decoders (256 values): kChunksPerBlock sub-blocks of 32 per kBlockBytes block;
+// chunk(block, sub, w) decodes sub-block sub. Each vector of a chunk lies within one 16-value
+// scale group (kLanes <= 16), so it needs one scale.
+static_assert(16 % kLanes == 0);
+constexpr int kSubBlocks = kSuperBlock / kChunk;
+
+struct DecodeQ5_0 {
+  static constexpr bool kBlocked = true;
+  static constexpr size_t kChunkBytes = sizeof(BlockQ5_0);
+  static void chunk(const uint8_t* p, Floats* w) {
+    const auto* b = reinterpret_cast<const BlockQ5_0*>(p);
+    const Floats d = broadcast_f16(b->d);
+    uint32_t qh;
+    std::memcpy(&qh, b->qh, sizeof qh);
+    for (int v = 0; v < kVecsPerChunk; ++v)
+      w[v] = to_floats(((nibbles(b->qs, v) & Ints(15)) | fifth_bits(qh, v)) - Ints(16)) * d;
+  }
+};
+
+struct DecodeQ5_1 {
+  static constexpr bool kBlocked = true;
+  static constexpr size_t kChunkBytes = sizeof(BlockQ5_1);
+  static void chunk(const uint8_t* p, Floats* w) {
+    const auto* b = reinterpret_cast<const BlockQ5_1*>(p);
+    const Floats d = broadcast_f16(b->d), m = broadcast_f16(b->m);
+    uint32_t qh;
+    std::memcpy(&qh, b->qh, sizeof qh);
+    for (int v = 0; v < kVecsPerChunk; ++v)
+      w[v] = xsimd::fma(to_floats((nibbles(b->qs, v) & Ints(15)) | fifth_bits(qh, v)), d, m);
+  }
+};
+
+struct DecodeIQ4_NL {
+  static constexpr bool kBlocked = true;
+  static constexpr size_t kChunkBytes = sizeof(BlockIQ4_NL);
+  static void chunk(const uint8_t* p, Floats* w) {
+    const auto* b = reinterpret_cast<const BlockIQ4_NL*>(p);
+    const auto table = iq4_table(broadcast_f16(b->d));
+    for (int v = 0; v < kVecsPerChunk; ++v) w[v] = lookup16(table, nibbles(b->qs, v));
+  }
+};
+
+struct DecodeIQ4_XS {
+  static constexpr bool kBlocked = true;
+  static constexpr int kChunksPerBlock = kSubBlocks;
+  static constexpr size_t kBlockBytes = sizeof(BlockIQ4_XS);
+  static void chunk(const uint8_t* p, int sub, Floats* w) {
+    const auto& b = *reinterpret_cast<const BlockIQ4_XS*>(p);
+    const auto table = iq4_table(Floats(fp16_to_f32(b.d) * static_cast<float>(quant::scale_iq4_xs(b, sub))));
+    for (int v = 0; v < kVecsPerChunk; ++v) w[v] = lookup16(table, nibbles(b.qs + sub * kHalf, v));
+  }
+};
+
+// Q2_K and Q3_K: sub-block s is bits 2 (s % 4) of qs[32 (s / 4) .. + 31].
+inline Ints two_bits(const uint8_t* qs, int sub, int v) {
+  return (widen_u8(qs + 32 * (sub / 4) + v * kLanes) >> (2 * (sub % 4))) & Ints(3);
+}
+// The 16-value scale group of vector v of sub-block sub.
+inline int scale_group(int sub, int v) { return 2 * sub + v * kLanes / 16; }
+
+struct DecodeQ2_K {
+  static constexpr bool kBlocked = true;
+  static constexpr int kChunksPerBlock = kSubBlocks;
+  static constexpr size_t kBlockBytes = sizeof(BlockQ2_K);
+  static void chunk(const uint8_t* p, int sub, Floats* w) {
+    const auto& b = *reinterpret_cast<const BlockQ2_K*>(p);
+    const float d = fp16_to_f32(b.d), dmin = fp16_to_f32(b.dmin);
+    for (int v = 0; v < kVecsPerChunk; ++v) {
+      const uint8_t sc = b.scales[scale_group(sub, v)];
+      const Floats scale(d * static_cast<float>(sc & 0x0f)), min(dmin * static_cast<float>(sc >> 4));
+      w[v] = xsimd::fms(to_floats(two_bits(b.qs, sub, v)), scale, min);
+    }
+  }
+};
+
+struct DecodeQ3_K {
+  static constexpr bool kBlocked = true;
+  static constexpr int kChunksPerBlock = kSubBlocks;
+  static constexpr size_t kBlockBytes = sizeof(BlockQ3_K);
+  static void chunk(const uint8_t* p, int sub, Floats* w) {
+    const auto& b = *reinterpret_cast<const BlockQ3_K*>(p);
+    const float d = fp16_to_f32(b.d);
+    for (int v = 0; v < kVecsPerChunk; ++v) {
+      const Floats scale(d * static_cast<float>(quant::scale_q3_k(scale_group(sub, v), b.scales)));
+      // Bit 2 of the quant is bit `sub` of hmask[element]; without it the level is 4 lower.
+      const Ints high = (widen_u8(b.hmask + v * kLanes) >> sub) & Ints(1);
+      w[v] = to_floats((two_bits(b.qs, sub, v) | (high << 2)) - Ints(4)) * scale;
+    }
+  }
+};
+
+// Q4_K and Q5_K: sub-block s is nibble s % 2 of qs[32 (s / 2) .. + 31], with a 6-bit scale and min.
+inline Ints k_nibbles(const uint8_t* qs, int sub, int v) {
+  return (widen_u8(qs + 32 * (sub / 2) + v * kLanes) >> (4 * (sub % 2))) & Ints(15);
+}
+struct ScaleMin {
+  Floats scale, min;
+};
+inline ScaleMin k4_scale_min(uint16_t d, uint16_t dmin, const uint8_t* scales, int sub) {
+  uint8_t sc, m;
+  quant::scale_min_k4(sub, scales, &sc, &m);
+  return {Floats(fp16_to_f32(d) * static_cast<float>(sc)), Floats(fp16_to_f32(dmin) * static_cast<float>(m))};
+}
+
+struct DecodeQ4_K {
+  static constexpr bool kBlocked = true;
+  static constexpr int kChunksPerBlock = kSubBlocks;
+  static constexpr size_t kBlockBytes = sizeof(BlockQ4_K);
+  static void chunk(const uint8_t* p, int sub, Floats* w) {
+    const auto& b = *reinterpret_cast<const BlockQ4_K*>(p);
+    const ScaleMin sm = k4_scale_min(b.d, b.dmin, b.scales, sub);
+    for (int v = 0; v < kVecsPerChunk; ++v) w[v] = xsimd::fms(to_floats(k_nibbles(b.qs, sub, v)), sm.scale, sm.min);
+  }
+};
+
+struct DecodeQ5_K {
+  static constexpr bool kBlocked = true;
+  static constexpr int kChunksPerBlock = kSubBlocks;
+  static constexpr size_t kBlockBytes = sizeof(BlockQ5_K);
+  static void chunk(const uint8_t* p, int sub, Floats* w) {
+    const auto& b = *reinterpret_cast<const BlockQ5_K*>(p);
+    const ScaleMin sm = k4_scale_min(b.d, b.dmin, b.scales, sub);
+    for (int v = 0; v < kVecsPerChunk; ++v) {
+      const Ints high = (widen_u8(b.qh + v * kLanes) >> sub) & Ints(1);
+      w[v] = xsimd::fms(to_floats(k_nibbles(b.qs, sub, v) | (high << 4)), sm.scale, sm.min);
+    }
+  }
+};
+
+struct DecodeQ6_K {
+  static constexpr bool kBlocked = true;
+  static constexpr int kChunksPerBlock = kSubBlocks;
+  static constexpr size_t kBlockBytes = sizeof(BlockQ6_K);
+  static void chunk(const uint8_t* p, int sub, Floats* w) {
+    const auto& b = *reinterpret_cast<const BlockQ6_K*>(p);
+    const int half = sub / 4, quarter = sub % 4;
+    const uint8_t* ql = b.ql + 64 * half + 32 * (quarter % 2);
+    const uint8_t* qh = b.qh + 32 * half;
+    const float d = fp16_to_f32(b.d);
+    for (int v = 0; v < kVecsPerChunk; ++v) {
+      const Ints low = (widen_u8(ql + v * kLanes) >> (4 * (quarter / 2))) & Ints(15);
+      const Ints high = (widen_u8(qh + v * kLanes) >> (2 * quarter)) & Ints(3);
+      const Floats scale(d * static_cast<float>(b.scales[8 * half + scale_group(quarter, v)]));
+      w[v] = to_floats((low | (high << 4)) - Ints(32)) * scale;
+    }
+  }
+};
+
+// Chunk k of a row into w: 32-value block types hold chunk after chunk; super-block types hold
+// sub-block k % kChunksPerBlock of block k / kChunksPerBlock. prefetch_stride > 0 also prefetches
+// the bytes that far ahead (the next tile's rows).
+template <class Decode>
+inline void decode_chunk(const uint8_t* row, int64_t k, Floats* w, size_t prefetch_stride = 0) {
+  if constexpr (requires { Decode::kChunksPerBlock; }) {
+    const uint8_t* block = row + (k / Decode::kChunksPerBlock) * Decode::kBlockBytes;
+    const int sub = static_cast<int>(k % Decode::kChunksPerBlock);
+    if (prefetch_stride) __builtin_prefetch(block + sub * Decode::kBlockBytes / Decode::kChunksPerBlock + prefetch_stride);
+    Decode::chunk(block, sub, w);
+  } else {
+    const uint8_t* p = row + k * Decode::kChunkBytes;
+    if (prefetch_stride) __builtin_prefetch(p + prefetch_stride);
+    Decode::chunk(p, w);
+  }
+}
+
 // Register tile: out[r][c] = dot(rows[r], xs[c]) for R weight rows and C activation columns. Per
 // chunk, the C columns' activations are loaded once and shared by the R rows, and each row's chunk
 // is decoded once and shared by the C columns. Every output has one accumulator that sums chunk
@@ -212,12 +407,8 @@ void dot_tile(const uint8_t* const* rows, int64_t n, const float* const* xs, flo
     // Decode the R rows' chunks first, then stream each column's activations past them: the
     // activations (possibly from L2 when there are several columns) are loaded once per chunk.
     Floats w[R][kVecsPerChunk];
-    for (int r = 0; r < R; ++r) {
-      const uint8_t* p = rows[r] + k * Decode::kChunkBytes;
-      // The next tile's rows: R short interleaved streams defeat the hardware prefetcher.
-      if (prefetch_stride) __builtin_prefetch(p + prefetch_stride);
-      Decode::chunk(p, w[r]);
-    }
+    // The next tile's rows are prefetched: R short interleaved streams defeat the hardware prefetcher.
+    for (int r = 0; r < R; ++r) decode_chunk<Decode>(rows[r], k, w[r], prefetch_stride);
     for (int c = 0; c < C; ++c) {
       for (int v = 0; v < kVecsPerChunk; ++v) {
         const Floats x = Floats::load_unaligned(xs[c] + k * kChunk + v * kLanes);
@@ -292,7 +483,7 @@ void decode_chunks(const uint8_t* row, int64_t n, float* out) {
   const int64_t chunks = n / kChunk;
   for (int64_t k = 0; k < chunks; ++k) {
     Floats w[kVecsPerChunk];
-    Decode::chunk(row + k * Decode::kChunkBytes, w);
+    decode_chunk<Decode>(row, k, w);
     for (int v = 0; v < kVecsPerChunk; ++v) w[v].store_unaligned(out + k * kChunk + v * kLanes);
   }
   if constexpr (!Decode::kBlocked)
@@ -322,6 +513,15 @@ void matmul(Type t, const void* w, int64_t rows, int64_t n, const float* x, int6
     case Type::Q8_0: return matmul_rows<DecodeQ8_0>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
     case Type::Q4_0: return matmul_rows<DecodeQ4_0>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
     case Type::Q4_1: return matmul_rows<DecodeQ4_1>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
+    case Type::Q5_0: return matmul_rows<DecodeQ5_0>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
+    case Type::Q5_1: return matmul_rows<DecodeQ5_1>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
+    case Type::Q2_K: return matmul_rows<DecodeQ2_K>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
+    case Type::Q3_K: return matmul_rows<DecodeQ3_K>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
+    case Type::Q4_K: return matmul_rows<DecodeQ4_K>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
+    case Type::Q5_K: return matmul_rows<DecodeQ5_K>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
+    case Type::Q6_K: return matmul_rows<DecodeQ6_K>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
+    case Type::IQ4_NL: return matmul_rows<DecodeIQ4_NL>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
+    case Type::IQ4_XS: return matmul_rows<DecodeIQ4_XS>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
     default: return;  // rejected by check_shape
   }
 }
@@ -341,6 +541,15 @@ float dot_row(Type t, const void* w_row, const float* x, int64_t n) {
     case Type::Q8_0: dot_tile<DecodeQ8_0, 1, 1>(&row, n, &x, out); return out[0][0];
     case Type::Q4_0: dot_tile<DecodeQ4_0, 1, 1>(&row, n, &x, out); return out[0][0];
     case Type::Q4_1: dot_tile<DecodeQ4_1, 1, 1>(&row, n, &x, out); return out[0][0];
+    case Type::Q5_0: dot_tile<DecodeQ5_0, 1, 1>(&row, n, &x, out); return out[0][0];
+    case Type::Q5_1: dot_tile<DecodeQ5_1, 1, 1>(&row, n, &x, out); return out[0][0];
+    case Type::Q2_K: dot_tile<DecodeQ2_K, 1, 1>(&row, n, &x, out); return out[0][0];
+    case Type::Q3_K: dot_tile<DecodeQ3_K, 1, 1>(&row, n, &x, out); return out[0][0];
+    case Type::Q4_K: dot_tile<DecodeQ4_K, 1, 1>(&row, n, &x, out); return out[0][0];
+    case Type::Q5_K: dot_tile<DecodeQ5_K, 1, 1>(&row, n, &x, out); return out[0][0];
+    case Type::Q6_K: dot_tile<DecodeQ6_K, 1, 1>(&row, n, &x, out); return out[0][0];
+    case Type::IQ4_NL: dot_tile<DecodeIQ4_NL, 1, 1>(&row, n, &x, out); return out[0][0];
+    case Type::IQ4_XS: dot_tile<DecodeIQ4_XS, 1, 1>(&row, n, &x, out); return out[0][0];
     default: return 0.0f;  // rejected by check_shape
   }
 }
@@ -355,6 +564,15 @@ void decode_row(Type t, const void* w_row, float* out, int64_t n) {
     case Type::Q8_0: return decode_chunks<DecodeQ8_0>(row, n, out);
     case Type::Q4_0: return decode_chunks<DecodeQ4_0>(row, n, out);
     case Type::Q4_1: return decode_chunks<DecodeQ4_1>(row, n, out);
+    case Type::Q5_0: return decode_chunks<DecodeQ5_0>(row, n, out);
+    case Type::Q5_1: return decode_chunks<DecodeQ5_1>(row, n, out);
+    case Type::Q2_K: return decode_chunks<DecodeQ2_K>(row, n, out);
+    case Type::Q3_K: return decode_chunks<DecodeQ3_K>(row, n, out);
+    case Type::Q4_K: return decode_chunks<DecodeQ4_K>(row, n, out);
+    case Type::Q5_K: return decode_chunks<DecodeQ5_K>(row, n, out);
+    case Type::Q6_K: return decode_chunks<DecodeQ6_K>(row, n, out);
+    case Type::IQ4_NL: return decode_chunks<DecodeIQ4_NL>(row, n, out);
+    case Type::IQ4_XS: return decode_chunks<DecodeIQ4_XS>(row, n, out);
     default: return;  // rejected by check_shape
   }
 }
