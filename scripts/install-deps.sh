@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages latte builds against, but only when something is missing,
 # so `make` on a prepared machine stays quiet and offline.
 set -euo pipefail
-packages=(cmake g++ make pkg-config libomp-dev libopenblas-dev libxsimd-dev xtl-dev nlohmann-json3-dev
+packages=(cmake g++ make pkg-config qemu-user libomp-dev libopenblas-dev libxsimd-dev xtl-dev nlohmann-json3-dev
           libcli11-dev libfmt-dev libpcre2-dev libedit-dev libgtest-dev libgmock-dev libbenchmark-dev)
 missing=()
 for p in "${packages[@]}"; do

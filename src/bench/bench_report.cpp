@@ -1,5 +1,7 @@
 #include "src/bench/bench_report.h"
 
+#include "ggml-like/cpu/kernels.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -158,6 +160,7 @@ nlohmann::json result_json(const ModelSummary& model, const RunInfo& run, const 
   nlohmann::json j = {
       {"cpu_info", run.cpu_info},
       {"backends", "CPU"},
+      {"cpu_kernels", ggl::cpu_kernels().isa},
       {"model_filename", model.filename},
       {"model_name", model.name},
       {"model_type", model.type},

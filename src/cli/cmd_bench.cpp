@@ -19,6 +19,7 @@
 #include "src/bench/bench_report.h"
 #include "src/bench/bench_runner.h"
 #include "src/bench/weight_traffic.h"
+#include "ggml-like/cpu/kernels.h"
 #include "src/cli/commands.h"
 #include "src/cli/context_warning.h"
 #include "src/cli/flag_checks.h"
@@ -112,6 +113,7 @@ int cmd_bench(int argc, char** argv) {
   };
 
   if (output == "md") {
+    print(fmt::format("cpu: {} | {}\n", bench::cpu_model_name(), ggl::describe_cpu_kernels(ggl::cpu_kernels())));
     if (roof) {
       const MoeConfig& moe = model.hparams().moe;
       print(bench::roofline_summary(*roof, moe.n_expert_used, moe.n_expert, cache_type) + "\n");

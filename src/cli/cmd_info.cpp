@@ -7,6 +7,8 @@
 
 #include "ggml-like/core/error.h"
 #include "ggml-like/gguf/gguf.h"
+#include "ggml-like/cpu/kernels.h"
+#include "src/bench/bench_report.h"
 #include "src/cli/commands.h"
 #include "src/cli/parse_flags.h"
 #include "src/model/cache_footprint.h"
@@ -110,18 +112,33 @@ void print_cache_footprint(const ggl::GgufFile& file) {
   fmt::print("{}\n", line);
 }
 
+// The machine side: the CPU, and which kernel set runs on it (the best it can run, or LATTE_CPU's).
+void print_system() {
+  const std::string cpu = bench::cpu_model_name();
+  fmt::print("cpu:           {}\n", cpu.empty() ? "unknown" : cpu);
+  fmt::print("kernels:       {}\n", ggl::describe_cpu_kernels(ggl::cpu_kernels()));
+  std::vector<std::string> runnable;
+  for (const ggl::CpuKernels* k : ggl::runnable_cpu_kernels()) runnable.emplace_back(k->isa);
+  fmt::print("runnable sets: {} (LATTE_CPU=<set> picks one)\n", fmt::join(runnable, ", "));
+}
+
 }  // namespace
 
 int cmd_info(int argc, char** argv) {
   CLI::App app{"Describe a GGUF file: architecture, hyperparameters, tokenizer, tensors, sizes", argv[0]};
   std::string path, model_path;
-  bool list_tensors = false;
+  bool list_tensors = false, system = false;
   auto* positional = app.add_option("file", path, "GGUF file");
   auto* model = app.add_option("-m,--model", model_path, "the GGUF file, as the other commands take it");
   positional->excludes(model);
   app.add_flag("--tensors", list_tensors, "list every tensor with type and shape");
+  app.add_flag("--system", system, "describe this machine: the CPU and which kernel set runs (no file needed)");
   if (auto done = parse_flags(app, argc, argv)) return *done;
   if (model->count()) path = model_path;
+  if (system) {
+    print_system();
+    if (path.empty()) return 0;
+  }
   if (path.empty()) ggl::fail("give the GGUF file: latte info FILE or latte info -m FILE");
 
   ggl::GgufFile file(path);
