@@ -31,6 +31,11 @@ class SynthCli : public ::testing::Test {
   fs::path dir_;
 };
 
+// A short `latte bench` of a written file (stdout only): the engine runs what synth wrote.
+latte::testing::CommandResult bench_briefly(const fs::path& model) {
+  return run_latte("bench -m " + model.string() + " -p 8 -n 2 -r 1 -t 1", /*merge_stderr=*/false);
+}
+
 TEST_F(SynthCli, WritesALoadableFileAndSaysWhat) {
   const fs::path out = dir_ / "tiny.gguf";
   const auto r = run_latte("synth --preset tiny --layers 2 --type q8_0 --mla-layout k_b --seed 3 --name mini -o " +
@@ -43,7 +48,7 @@ TEST_F(SynthCli, WritesALoadableFileAndSaysWhat) {
   EXPECT_EQ(model.file().metadata().get<std::string>("general.name"), "mini");
   EXPECT_NE(model.weights().layers[0].wk_b, nullptr);  // --mla-layout k_b
 
-  const auto bench = run_latte("bench -m " + out.string() + " -p 8 -n 2 -r 1 -t 1", /*merge_stderr=*/false);
+  const auto bench = bench_briefly(out);
   ASSERT_EQ(bench.exit_code, 0) << bench.out;
   EXPECT_NE(bench.out.find("| mini "), std::string::npos) << bench.out;
 }
@@ -56,7 +61,7 @@ TEST_F(SynthCli, AllDenseLayersLoadAndRun) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const latte::Model model(out.string());
   EXPECT_EQ(model.hparams().moe.n_leading_dense, 1);
-  const auto bench = run_latte("bench -m " + out.string() + " -p 8 -n 2 -r 1 -t 1", /*merge_stderr=*/false);
+  const auto bench = bench_briefly(out);
   EXPECT_EQ(bench.exit_code, 0) << bench.out;
 }
 
@@ -80,7 +85,7 @@ TEST_F(SynthCli, KquantMixFollowsTheRecipe) {
   }
   EXPECT_TRUE(types.count(ggl::Type::Q4_K)) << r.out;
   EXPECT_TRUE(types.count(ggl::Type::Q6_K) || types.count(ggl::Type::Q8_0)) << r.out;  // output, ffn_down
-  const auto bench = run_latte("bench -m " + out.string() + " -p 8 -n 2 -r 1 -t 1", /*merge_stderr=*/false);
+  const auto bench = bench_briefly(out);
   EXPECT_EQ(bench.exit_code, 0) << bench.out;
 }
 

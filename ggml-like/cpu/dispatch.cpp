@@ -146,6 +146,4 @@ bool mha_int16_applies(const Tensor& dst) { return cpu_kernels().mha_int16_appli
 
 const IntGemm& int16_gemm() { return *cpu_kernels().int16; }
 
-const IntGemm& int8_gemm() { return *cpu_kernels().int8; }
-
 }  // namespace ggl

@@ -54,9 +54,8 @@ constexpr IntGemm unavailable_int_gemm(const char* name, int levels) {
   return {name, levels, [](Type, int64_t) { return false; }, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
 }
 
-// The two GEMMs of the kernel set in use (kernels.h).
+// The 16-bit GEMM of the kernel set in use (kernels.h; its table also holds the 8-bit one).
 const IntGemm& int16_gemm();
-const IntGemm& int8_gemm();
 
 // Process-wide switch (on by default): off, every product takes the float32 path, e.g. to check
 // that two mathematically equal forms of a computation agree to float32 rounding.

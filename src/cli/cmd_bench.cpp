@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "ggml-like/core/error.h"
+#include "ggml-like/cpu/kernels.h"
 #include "src/bench/bandwidth_probe.h"
 #include "src/bench/bench_report.h"
 #include "src/bench/bench_runner.h"
 #include "src/bench/weight_traffic.h"
-#include "ggml-like/cpu/kernels.h"
 #include "src/cli/commands.h"
 #include "src/cli/context_warning.h"
 #include "src/cli/flag_checks.h"
