@@ -4,6 +4,11 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# make LATTE_CUDA=1: also build the CUDA backend (in build-cuda/ unless BUILD is given).
+ifeq ($(LATTE_CUDA),1)
+BUILD = build-cuda
+CMAKE_FLAGS += -DLATTE_CUDA=ON
+endif
 PREFIX ?= /usr/local
 
 .PHONY: all deps configure latte test demo bench install uninstall clean

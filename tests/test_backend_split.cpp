@@ -7,7 +7,6 @@
 
 #include <cstring>
 #include <memory>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,11 +19,13 @@
 #include "src/model/forward.h"
 #include "src/model/kv_cache.h"
 #include "src/model/model.h"
+#include "tests/random_floats.h"
 #include "tests/test_support.h"
 
 namespace {
 
 using ggl::Backend;
+using latte::testing::random_floats;
 using ggl::Graph;
 using ggl::Op;
 using ggl::Tensor;
@@ -90,14 +91,6 @@ class FakeDevice final : public Backend {
   ggl::CpuBackend cpu_{1};
   std::vector<std::unique_ptr<ggl::BackendBuffer>> buffers_;
 };
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // x -> norm * g -> w1 (silu) -> w2 -> + x -> softmax -> top_k: w1 and g may move to the device.
 struct SmallNet {

@@ -53,7 +53,7 @@ TEST(CliConventions, LlamaCppCommandLines) {
     std::string stderr_text;  // exactly, the run summary left out
   };
 #ifdef LATTE_CUDA
-  const std::string ngl_note = ": the CUDA backend of this build has no kernels yet, running on the CPU\n";
+  const std::string ngl_note = ": this build's CUDA backend does not run models yet, running on the CPU\n";
 #else
   const std::string ngl_note = ": built without CUDA, running on the CPU\n";
 #endif

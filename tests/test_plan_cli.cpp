@@ -94,7 +94,7 @@ TEST(PlanCli, BadValuesAreOneLineErrors) {
 
 TEST(PlanCli, RunNotesThePlacementFlags) {
 #ifdef LATTE_CUDA
-  const std::string why = "the CUDA backend of this build has no kernels yet, running on the CPU";
+  const std::string why = "this build's CUDA backend does not run models yet, running on the CPU";
 #else
   const std::string why = "built without CUDA, running on the CPU";
 #endif

@@ -188,18 +188,7 @@ void CpuBackend::compute(Graph& graph) {
   last_plan_ = plan.size;
   last_naive_ = plan.naive_size;
 
-  // Place computed tensors in the arena, then resolve views and copies (creation order: a view's
-  // base always precedes it).
-  for (Tensor& t : graph.tensors()) {
-    if (plan.offset[t.index] != ArenaPlan::kNone) {
-      t.data = arena_.get() + plan.offset[t.index];
-    } else if (t.view_src) {
-      if (!t.view_src->data) fail("cpu backend: '{}' views a tensor without data", t.name);
-      t.data = t.view_src->bytes() + t.view_offset;
-    } else if (t.op == Op::kLeaf && !t.data) {
-      fail("cpu backend: leaf '{}' has no data", t.name);
-    }
-  }
+  bind_arena(graph, plan, arena_.get(), name());
 
   const auto& nodes = graph.nodes();
   size_t work = 0;

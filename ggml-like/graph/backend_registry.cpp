@@ -6,6 +6,7 @@
 #include "ggml-like/cpu/cpu_backend.h"
 #include "ggml-like/graph/graph_split.h"
 #ifdef LATTE_CUDA
+#include "ggml-like/cuda/cuda_backend.h"
 #include "ggml-like/cuda/cuda_device.h"
 #endif
 
@@ -35,6 +36,10 @@ GpuDevices gpu_devices() {
 
 std::vector<std::unique_ptr<Backend>> available_backends(const BackendOptions& options) {
   std::vector<std::unique_ptr<Backend>> out;
+#ifdef LATTE_CUDA
+  if (options.gpus)
+    for (const CudaDeviceInfo& d : discover_cuda_devices().devices) out.push_back(std::make_unique<CudaBackend>(d.index));
+#endif
   out.push_back(std::make_unique<CpuBackend>(options.n_threads));
   return out;
 }

@@ -12,6 +12,9 @@ namespace ggl {
 
 struct BackendOptions {
   int n_threads = 0;  // CPU threads; 0: one per physical core
+  // Also the GPUs found (one backend each). Off until weights can be loaded onto them: a
+  // session's graphs read host memory only, so they would all run on the CPU anyway.
+  bool gpus = false;
 };
 
 // An accelerator this build can use, with its memory as the driver reports it now.

@@ -160,7 +160,7 @@ void Scheduler::compute(Graph& graph) {
   for (size_t p = 0; p < plan_.parts.size(); ++p) run_part(graph, static_cast<int>(p), staged_at);
 }
 
-void Scheduler::run_part(Graph& graph, int p, const std::vector<std::vector<size_t>>& staged_at) {
+void Scheduler::run_part(const Graph& graph, int p, const std::vector<std::vector<size_t>>& staged_at) {
   const SplitPart& part = plan_.parts[p];
   Backend& backend = *raw_[part.backend];
   std::vector<char> leaves_part(graph.tensors().size(), 0);  // results read by a later part

@@ -62,7 +62,7 @@ class Scheduler final : public Backend {
   const SplitPlan& last_split() const { return plan_; }
 
  private:
-  void run_part(Graph& graph, int p, const std::vector<std::vector<size_t>>& staged_at);
+  void run_part(const Graph& graph, int p, const std::vector<std::vector<size_t>>& staged_at);
 
   std::vector<std::unique_ptr<Backend>> owned_;
   std::vector<Backend*> raw_;

@@ -35,7 +35,7 @@ std::optional<Device> device_named(std::string name) {
 }  // namespace
 
 std::string cpu_only_reason() {
-  return ggl::built_with_gpu() ? "the CUDA backend of this build has no kernels yet, running on the CPU"
+  return ggl::built_with_gpu() ? "this build's CUDA backend does not run models yet, running on the CPU"
                                : "built without CUDA, running on the CPU";
 }
 
