@@ -73,9 +73,8 @@ Placement plan_placement(std::vector<PlanTensor> tensors, int n_layer, const Pla
 // whole context expanded to per-head K and V (the naive form for long prefills).
 size_t gpu_work_bytes(const Hparams& hp, int64_t n_batch, int64_t n_ctx);
 
-// The one line a GPU run prints at load, e.g.
-// "offload: gpu 5.20 GiB (4.80 GiB weights, 216.00 MiB latent cache, 190.00 MiB work buffers),
-//  cpu 3.10 GiB; attention 27/27 layers, ffn 27/27, routed experts 0/26, output head gpu"
+// The one line a GPU run prints at load: GPU bytes (weights, cache, work buffers, the budget if
+// any), CPU bytes, and per role how many layers have it all on the GPU (docs/offload.md shows one).
 std::string placement_summary(const Placement& p, bool mla);
 
 }  // namespace latte
