@@ -1,6 +1,11 @@
 # Thin wrapper around CMake. `make` builds build/bin/latte and the test suites; `make test` builds
 # and runs the tests; `make demo` builds only latte. The first run installs missing Debian
 # packages (with sudo when not root; see scripts/install-deps.sh).
+# make LATTE_CUDA=1: also build the CUDA backend (in build-cuda/ unless BUILD is given).
+ifeq ($(LATTE_CUDA),1)
+BUILD ?= build-cuda
+CMAKE_FLAGS += -DLATTE_CUDA=ON
+endif
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=

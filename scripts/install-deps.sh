@@ -4,6 +4,21 @@
 set -euo pipefail
 packages=(cmake g++ make pkg-config qemu-user libomp-dev libopenblas-dev libxsimd-dev xtl-dev nlohmann-json3-dev
           libcli11-dev libfmt-dev libpcre2-dev libedit-dev libgtest-dev libgmock-dev libbenchmark-dev)
+# ---- --cuda (issue 14): a CUDA toolkit for -DLATTE_CUDA=ON, only where none is installed ----
+# Debian's nvidia-cuda-toolkit (11.8, in the non-free component, which this enables) and
+# clang-14: that nvcc rejects Debian 12's GCC 12, so CMake needs -DCMAKE_CUDA_HOST_COMPILER=clang++-14.
+if [ "${1:-}" = "--cuda" ] && ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  sudo_cuda=""
+  [ "$(id -u)" -ne 0 ] && sudo_cuda="sudo"
+  if ! grep -rqs "non-free" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' |
+      $sudo_cuda tee /etc/apt/sources.list.d/latte-non-free.sources >/dev/null
+  fi
+  echo "installing nvidia-cuda-toolkit and clang-14 for the CUDA backend" >&2
+  $sudo_cuda apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cuda apt-get install -y -qq --no-install-recommends nvidia-cuda-toolkit clang-14 >/dev/null
+fi
+# ---- end --cuda ----
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

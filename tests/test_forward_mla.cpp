@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ggml-like/core/error.h"
+#include "ggml-like/cpu/cpu_backend.h"
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/gguf/gguf.h"
 #include "src/model/cache_footprint.h"
@@ -119,7 +120,7 @@ TEST(MlaPath, AutoAbsorbsDecodeAndExpandsFreshPrefill) {
   EXPECT_EQ(latte::choose_mla_path(hp, 128, 4096, MlaMode::kAuto, {0.6, 1.7}), MlaMode::kAbsorb);
   EXPECT_EQ(latte::choose_mla_path(hp, 256, 4096, MlaMode::kAuto, {0.6, 1.7}), MlaMode::kNaive);
   EXPECT_EQ(latte::choose_mla_path(hp, 256, 4096, MlaMode::kAuto, {0.6, 1.0}), MlaMode::kAbsorb);
-  EXPECT_EQ(latte::mla_speeds(model).latent_gemm, 0.3);  // F32 weights: float path
+  EXPECT_EQ(latte::mla_speeds(model, ggl::CpuBackend(1)).latent_gemm, 0.3);  // F32 weights: float path
   EXPECT_EQ(latte::choose_mla_path(hp, 512, 0, MlaMode::kAbsorb), MlaMode::kAbsorb);
   EXPECT_EQ(latte::choose_mla_path(hp, 1, 10, MlaMode::kNaive), MlaMode::kNaive);
 

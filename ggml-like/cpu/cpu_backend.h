@@ -21,8 +21,11 @@ class CpuBackend final : public Backend {
   ~CpuBackend() override;
 
   std::string_view name() const override { return "cpu"; }
+  // Every op of graph.h has a CPU kernel.
+  bool supports_op(const Tensor& node) const override { return true; }
   void compute(Graph& graph) override;
-  void read(const Tensor& t, void* dst, size_t offset, size_t size) const override;
+  double matmul_speed(Type w, int64_t k) const override;
+  double attention_speed(int64_t dk, int64_t dv) const override;
 
   int n_threads() const { return n_threads_; }
   int last_threads() const { return last_threads_; }       // threads the last graph ran on

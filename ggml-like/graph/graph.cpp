@@ -74,6 +74,22 @@ Tensor* Graph::input(Type type, std::span<const int64_t> ne, std::string name) {
   Tensor* t = new_tensor(type, ne, std::move(name));
   auto& bytes = owned_.emplace_back(t->span_bytes() + 64, 0);
   t->data = bytes.data();
+  inputs_.push_back(t->index);
+  return t;
+}
+
+bool Graph::is_input(const Tensor& t) const {
+  return std::find(inputs_.begin(), inputs_.end(), t.index) != inputs_.end() && &tensors_[t.index] == &t;
+}
+
+Tensor* Graph::replicate(const Tensor& node, std::span<Tensor* const> srcs) {
+  if (!node.is_computed() && node.op != Op::kCopy) fail("graph: '{}' is not a node to replicate", node.name);
+  if (node.op == Op::kCopy) return copy(srcs[0], srcs[1]);
+  Tensor* t = new_tensor(node.type, std::span<const int64_t>(node.ne, kMaxDims), node.name);
+  t->op = node.op;
+  for (size_t i = 0; i < srcs.size() && i < static_cast<size_t>(kMaxSrc); ++i) t->src[i] = srcs[i];
+  std::copy(std::begin(node.params), std::end(node.params), std::begin(t->params));
+  nodes_.push_back(t);
   return t;
 }
 

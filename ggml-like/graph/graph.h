@@ -102,6 +102,14 @@ class Graph {
   // Keeps t's bytes alive until the whole graph has run.
   void mark_output(Tensor* t) { t->is_output = true; }
 
+  // ---- cutting a graph into parts (graph_split.h) ------------------------------------------
+  // Whether t was made by input() / input_i32(): bytes the graph owns, which a part running on
+  // another backend receives by copy (external leaves stay where their memory is).
+  bool is_input(const Tensor& t) const;
+  // A node like `node` of another graph (same op, shape, parameters) reading srcs, its sources
+  // as they exist in this graph (for a copy, srcs[1] is the destination).
+  Tensor* replicate(const Tensor& node, std::span<Tensor* const> srcs);
+
   // Every tensor in creation order (leaves, views, computed).
   const std::deque<Tensor>& tensors() const { return tensors_; }
   std::deque<Tensor>& tensors() { return tensors_; }
@@ -117,6 +125,7 @@ class Graph {
   std::deque<Tensor> tensors_;
   std::vector<Tensor*> nodes_;
   std::deque<std::vector<uint8_t>> owned_;  // bytes of graph inputs
+  std::vector<int> inputs_;                 // their indices
 };
 
 // Parameters stored in a kRope / kTopK tensor.

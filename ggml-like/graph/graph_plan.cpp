@@ -5,6 +5,8 @@
 #include <limits>
 #include <map>
 
+#include "ggml-like/core/error.h"
+
 namespace ggl {
 namespace {
 
@@ -101,6 +103,19 @@ ArenaPlan plan_arena(const Graph& graph, size_t alignment) {
   }
   plan.size = arena.top();
   return plan;
+}
+
+void bind_arena(Graph& graph, const ArenaPlan& plan, uint8_t* base, std::string_view backend) {
+  for (Tensor& t : graph.tensors()) {
+    if (plan.offset[t.index] != ArenaPlan::kNone) {
+      t.data = base + plan.offset[t.index];
+    } else if (t.view_src) {
+      if (!t.view_src->data) fail("{} backend: '{}' views a tensor without data", backend, t.name);
+      t.data = t.view_src->bytes() + t.view_offset;
+    } else if (t.op == Op::kLeaf && !t.data) {
+      fail("{} backend: leaf '{}' has no data", backend, t.name);
+    }
+  }
 }
 
 std::vector<uint64_t> plan_signature(const Graph& graph) {

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "ggml-like/graph/graph.h"
@@ -19,6 +20,11 @@ struct ArenaPlan {
 };
 
 ArenaPlan plan_arena(const Graph& graph, size_t alignment = 64);
+
+// Points every computed tensor at its offset in an arena starting at `base`, then every view and
+// copy at its base's bytes (creation order: a view's base always precedes it). Throws ggl::Error,
+// naming `backend`, for a leaf without data.
+void bind_arena(Graph& graph, const ArenaPlan& plan, uint8_t* base, std::string_view backend);
 
 // Everything a plan depends on: which tensors need arena bytes and how many, what each view
 // aliases, which storage every node reads, which results are outputs. Graphs of the same shape

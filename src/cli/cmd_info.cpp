@@ -1,4 +1,5 @@
-// `latte info FILE` (or -m FILE): a compact, human-readable description of a GGUF file.
+// `latte info FILE` (or -m FILE): a compact, human-readable description of a GGUF file; with
+// --plan, where its tensors would live with a GPU (src/placement/).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,17 +12,17 @@
 #include "src/bench/bench_report.h"
 #include "src/cli/commands.h"
 #include "src/cli/parse_flags.h"
+#include "ggml-like/graph/backend_registry.h"
+#include "src/cli/flag_checks.h"
+#include "src/cli/placement_flags.h"
 #include "src/model/cache_footprint.h"
+#include "src/model/session.h"
+#include "src/placement/byte_size.h"
+#include "src/placement/plan_table.h"
 
 namespace latte::cli {
 namespace {
 
-std::string human_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
-  return u == 0 ? fmt::format("{:.0f} {}", bytes, units[u]) : fmt::format("{:.2f} {}", bytes, units[u]);
-}
 
 std::string human_count(double n) {
   if (n >= 1e9) return fmt::format("{:.2f}B", n / 1e9);
@@ -92,11 +93,11 @@ void print_tensor_summary(const ggl::GgufFile& file) {
     return;
   }
   fmt::print("tensors:       {} tensors, {} parameters, {}, {:.2f} bits/weight\n", all.tensors,
-             human_count(static_cast<double>(all.elements)), human_bytes(static_cast<double>(all.bytes)),
+             human_count(static_cast<double>(all.elements)), format_bytes(static_cast<double>(all.bytes)),
              8.0 * static_cast<double>(all.bytes) / static_cast<double>(all.elements));
   for (const auto& [name, t] : per_type)
     fmt::print("  {:<6} {:>4} tensors  {:>10}  {:>8} params  {:.2f} bits/weight\n", name, t.tensors,
-               human_bytes(static_cast<double>(t.bytes)), human_count(static_cast<double>(t.elements)),
+               format_bytes(static_cast<double>(t.bytes)), human_count(static_cast<double>(t.elements)),
                8.0 * static_cast<double>(t.bytes) / static_cast<double>(t.elements));
 }
 
@@ -105,7 +106,7 @@ void print_tensor_summary(const ggl::GgufFile& file) {
 void print_cache_footprint(const ggl::GgufFile& file) {
   const latte::KvCacheFootprint f = latte::kv_cache_footprint(file, ggl::Type::F16);
   std::string line = fmt::format("kv cache:      {} per token at f16 ({} B per layer)",
-                                 human_bytes(static_cast<double>(f.bytes_per_token)), f.bytes_per_token_and_layer());
+                                 format_bytes(static_cast<double>(f.bytes_per_token)), f.bytes_per_token_and_layer());
   if (f.per_head_kv_bytes_per_token != f.bytes_per_token)
     line += fmt::format("; per-head K/V would take {} B per layer ({:.1f}x)", f.per_head_kv_bytes_per_token_and_layer(),
                         static_cast<double>(f.per_head_kv_bytes_per_token) / static_cast<double>(f.bytes_per_token));
@@ -120,7 +121,80 @@ void print_system() {
   std::vector<std::string> runnable;
   for (const ggl::CpuKernels* k : ggl::runnable_cpu_kernels()) runnable.emplace_back(k->isa);
   fmt::print("runnable sets: {} (LATTE_CPU=<set> picks one)\n", fmt::join(runnable, ", "));
+  const ggl::GpuDevices gpus = ggl::gpu_devices();
+  if (gpus.devices.empty()) fmt::print("gpu:           none ({})\n", gpus.why_none);
+  for (const ggl::GpuDevice& d : gpus.devices)
+    fmt::print("gpu:           {}, {} free of {}\n", d.name, format_bytes(static_cast<double>(d.free_bytes)),
+               format_bytes(static_cast<double>(d.total_bytes)));
 }
+
+// What --plan reads besides the placement flags: the context and cache type the cache is sized
+// for, the batch the work buffers are sized for, and a GPU to plan for when there is none.
+struct PlanFlags {
+  bool plan = false;
+  std::string gpu_layers;
+  PlacementFlags placement;
+  int64_t n_ctx = 0;
+  std::string cache_type = "f16";
+  int64_t batch = 512;
+  std::string gpu_vram;
+
+  void add_to(CLI::App& app) {
+    const std::string group = "placement (--plan)";
+    app.add_flag("--plan", plan,
+                 "print where each tensor would live with a GPU (the placement flags below; no GPU needed)");
+    app.add_option("--n-gpu-layers", gpu_layers, "-ngl N|auto|all: the last N layers on the GPU")->group(group);
+    placement.add_to(app, group);
+    app.add_option("-c,--ctx-size", n_ctx, "context the cache is sized for (default: min(4096, training context))")
+        ->check(integer(1))
+        ->group(group);
+    app.add_option("--cache-type", cache_type, "cache element type: f32, f16 (default), bf16, q8_0")->group(group);
+    app.add_option("-b,--batch-size", batch, "tokens per step the work buffers are sized for (default 512)")
+        ->check(integer(1))
+        ->group(group);
+    app.add_option("--gpu-vram", gpu_vram, "SIZE: plan for a GPU with this much free memory (default: the one found)")
+        ->group(group);
+  }
+
+  // A placement flag without --plan is a mistake, not something to ignore.
+  void require_plan(const CLI::App& app) const {
+    if (plan) return;
+    for (const char* name : {"--n-gpu-layers", "--cpu-moe", "--n-cpu-moe", "--gpu-budget", "--override-tensor",
+                             "--ctx-size", "--cache-type", "--batch-size", "--gpu-vram"})
+      if (app.count(name) > 0) ggl::fail("{} needs --plan", typed_flag(app, name));
+  }
+
+  void print(const CLI::App& app, const ggl::GgufFile& file) const {
+    const auto type = ggl::type_from_name(cache_type);
+    if (!type || (*type != ggl::Type::F32 && *type != ggl::Type::F16 && *type != ggl::Type::BF16 &&
+                  *type != ggl::Type::Q8_0))
+      ggl::fail("--cache-type '{}' is not one of f32, f16, bf16, q8_0", cache_type);
+    std::optional<size_t> free, total;
+    std::string device;
+    if (!gpu_vram.empty()) {
+      free = total = parse_byte_size(gpu_vram);
+      if (!free) ggl::fail("{} '{}' is not a size (e.g. 24G)", typed_flag(app, "--gpu-vram"), gpu_vram);
+      device = fmt::format("a GPU with {} free (--gpu-vram)", format_bytes(static_cast<double>(*free)));
+    } else if (const ggl::GpuDevices gpus = ggl::gpu_devices(); !gpus.devices.empty()) {
+      free = gpus.devices.front().free_bytes;
+      total = gpus.devices.front().total_bytes;
+      device = fmt::format("{}, {} free", gpus.devices.front().name, format_bytes(static_cast<double>(*free)));
+    } else {
+      device = fmt::format("no GPU here ({}); give --gpu-vram SIZE to plan for one", gpus.why_none);
+    }
+    const latte::KvCacheFootprint f = latte::kv_cache_footprint(file, *type);
+    const latte::Hparams& hp = f.hparams;
+    const int64_t ctx = n_ctx > 0 ? n_ctx : latte::default_context(hp);
+    const int n_layer = static_cast<int>(hp.n_layer);
+    const latte::PlacementRequest request = placement.request(gpu_layers, n_layer, free, total);
+    const std::vector<latte::PlanTensor> tensors =
+        latte::classify_tensors(file.tensors(), hp.n_layer, f.bytes_per_token_and_layer() * static_cast<size_t>(ctx));
+    const latte::Placement p =
+        latte::plan_placement(tensors, n_layer, request, latte::gpu_work_bytes(hp, batch, ctx));
+    fmt::print("placement:     -c {} ({} cache), batch {}, {}\n", ctx, ggl::type_name(*type), batch, device);
+    fmt::print("{}", latte::plan_table(p, hp.is_mla()));
+  }
+};
 
 }  // namespace
 
@@ -132,8 +206,12 @@ int cmd_info(int argc, char** argv) {
   auto* model = app.add_option("-m,--model", model_path, "the GGUF file, as the other commands take it");
   positional->excludes(model);
   app.add_flag("--tensors", list_tensors, "list every tensor with type and shape");
-  app.add_flag("--system", system, "describe this machine: the CPU and which kernel set runs (no file needed)");
+  app.add_flag("--system", system,
+               "describe this machine: the CPU, which kernel set runs, the GPUs (no file needed)");
+  PlanFlags plan;
+  plan.add_to(app);
   if (auto done = parse_flags(app, argc, argv)) return *done;
+  plan.require_plan(app);
   if (model->count()) path = model_path;
   if (system) {
     print_system();
@@ -144,7 +222,7 @@ int cmd_info(int argc, char** argv) {
   ggl::GgufFile file(path);
   const ggl::Metadata& md = file.metadata();
   fmt::print("file:          {} (GGUF v{}, {}, {} metadata keys, alignment {})\n", path, file.version(),
-             human_bytes(static_cast<double>(file.file_size())), md.entries().size(), file.alignment());
+             format_bytes(static_cast<double>(file.file_size())), md.entries().size(), file.alignment());
   std::string arch = md.get_or<std::string>("general.architecture", "");
   if (!arch.empty()) {
     std::string name = md.get_or<std::string>("general.name", "");
@@ -154,6 +232,11 @@ int cmd_info(int argc, char** argv) {
   print_tokenizer(md);
   print_tensor_summary(file);
   if (!file.tensors().empty() && (arch == "deepseek2" || arch == "llama")) print_cache_footprint(file);
+
+  if (plan.plan) {
+    if (arch != "deepseek2" && arch != "llama") ggl::fail("{}: --plan needs a model latte runs (deepseek2, llama)", path);
+    plan.print(app, file);
+  }
 
   if (list_tensors)
     for (const ggl::TensorInfo& t : file.tensors())

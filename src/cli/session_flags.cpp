@@ -1,6 +1,7 @@
 #include "src/cli/session_flags.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <limits>
 #include <vector>
@@ -44,6 +45,7 @@ void SessionFlags::add_to(CLI::App& app) {
   app.add_option("--n-gpu-layers", gpu_layers,
                  "-ngl N|auto|all: layers to offload to a GPU; this build has no GPU backend and runs on the CPU")
       ->group(group);
+  placement.add_to(app, group);
   app.add_option("--flash-attn", flash_attn,
                  "-fa [on|off|auto]: latte's attention is always fused (flash-attention style), so on and auto are "
                  "what it does and off is noted and ignored")
@@ -94,15 +96,18 @@ ggl::Type SessionFlags::resolve_cache_type() const {
 
 void SessionFlags::note_unsupported() const {
   const std::string prog = app_ ? app_->get_name() : "latte";
+  std::vector<std::string> offload = placement.given();
   if (!gpu_layers.empty()) {
-    bool offload = false;
+    bool any = false;
     for (std::string n : items(gpu_layers, lists)) {
-      if (n != "auto" && n != "all" && !integer(-1)(n).empty())
-        ggl::fail("{} '{}' is not a layer count, auto or all", typed("--n-gpu-layers"), n);
-      offload |= n != "0";
+      placement.validate(n);
+      any |= n != "0";
     }
-    if (offload) note(prog, fmt::format("{} {}: built without CUDA, running on the CPU", typed("--n-gpu-layers"), gpu_layers));
+    if (any) offload.insert(offload.begin(), fmt::format("{} {}", typed("--n-gpu-layers"), gpu_layers));
+  } else {
+    placement.validate("");
   }
+  if (!offload.empty()) note(prog, fmt::format("{}: {}", fmt::join(offload, " "), cpu_only_reason()));
   if (!flash_attn.empty()) {
     bool off = false;
     for (const std::string& v : items(flash_attn, lists)) {

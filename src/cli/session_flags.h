@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "src/cli/placement_flags.h"
 #include "src/model/session.h"
 
 namespace latte::cli {
@@ -19,6 +20,7 @@ struct SessionFlags {
   std::string mla_mode = "auto";
   // llama.cpp's flags.
   std::string gpu_layers;  // -ngl N|auto|all
+  PlacementFlags placement;  // --cpu-moe, --n-cpu-moe, --gpu-budget, -ot
   std::string flash_attn;  // -fa on|off|auto
   std::string cache_type_k, cache_type_v;
   int64_t ubatch = 0;  // 0: not given

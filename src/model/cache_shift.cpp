@@ -3,7 +3,6 @@
 #include <cstring>
 #include <vector>
 
-#include "ggml-like/cpu/cpu_backend.h"
 #include "ggml-like/core/error.h"
 #include "src/model/graph_blocks.h"
 
@@ -52,7 +51,7 @@ void remove_cached_tokens(Session& session, int64_t begin, int64_t end) {
     ggl::Tensor* rows = rotated_rows(g, cache, hp, il, begin, m);
     g.copy(g.rope(g.cont(rows), pos, rope, freq), rows);
   }
-  ggl::CpuBackend(session.options().n_threads).compute(g);
+  session.backend().compute(g);
 }
 
 }  // namespace latte

@@ -2,9 +2,7 @@
 
 #include <vector>
 
-#include "ggml-like/cpu/attention_int16.h"
 #include "ggml-like/core/error.h"
-#include "ggml-like/cpu/int_gemm.h"
 #include "src/model/graph_blocks.h"
 
 namespace latte {
@@ -43,21 +41,16 @@ MlaMode choose_mla_path(const Hparams& hp, int64_t n_tokens, int64_t n_past, Mla
   return naive < absorb ? MlaMode::kNaive : MlaMode::kAbsorb;
 }
 
-MlaSpeeds mla_speeds(const Model& model) {
+MlaSpeeds mla_speeds(const Model& model, const ggl::Backend& backend) {
   const Hparams& hp = model.hparams();
   MlaSpeeds speeds;
   if (hp.arch != Arch::kDeepseek2 || model.weights().layers.empty()) return speeds;
   const LayerWeights& l = model.weights().layers.front();
   const auto* w = l.wkv_b ? l.wkv_b : l.wv_b;
   const MlaConfig& m = hp.mla;
-  // Fitted to DeepSeek-V2-Lite Q4_0 with 2 threads (README, "CPU speed"): absorbed and naive
-  // prefill break even at ~240 tokens after 4096 cached ones. Expanding costs more than its
-  // multiply-adds (it also copies the latents and the per-head keys, and the integer attention
-  // converts them): 0.6 with the integer GEMM, and half that on the float path, which does half
-  // the integer GEMM's multiply-adds per cycle. The integer attention kernel measured ~1.7x the
-  // float one at depth.
-  speeds.latent_gemm = w && ggl::int16_gemm().supports(w->type, m.kv_lora_rank) ? 0.6 : 0.3;
-  if (ggl::mha_int16_takes(m.qk_nope + m.qk_rope, m.v_head_dim)) speeds.naive_attention = 1.7;
+  // The backend knows its kernels (the CPU's integer GEMM and 16-bit attention, fitted there).
+  speeds.latent_gemm = backend.matmul_speed(w ? w->type : ggl::Type::F32, m.kv_lora_rank);
+  speeds.naive_attention = backend.attention_speed(m.qk_nope + m.qk_rope, m.v_head_dim);
   return speeds;
 }
 

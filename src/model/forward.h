@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "ggml-like/graph/graph.h"
+#include "ggml-like/graph/graph_backend.h"
 #include "src/model/kv_cache.h"
 #include "src/model/model.h"
 
@@ -35,9 +36,9 @@ struct MlaSpeeds {
 // The path a batch takes (kAbsorb or kNaive) for this request.
 MlaMode choose_mla_path(const Hparams& hp, int64_t n_tokens, int64_t n_past, MlaMode requested,
                         MlaSpeeds speeds = {});
-// The speeds for a model on this machine, from the type of its latent up-projection weights and
-// its head sizes.
-MlaSpeeds mla_speeds(const Model& model);
+// The speeds for a model on the backend that runs it, from the type of its latent up-projection
+// weights and its head sizes.
+MlaSpeeds mla_speeds(const Model& model, const ggl::Backend& backend);
 
 struct ForwardBatch {
   std::span<const int32_t> tokens;  // validated ids

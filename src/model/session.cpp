@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "ggml-like/cpu/cpu_backend.h"
 #include "ggml-like/core/error.h"
+#include "ggml-like/graph/backend_registry.h"
 
 namespace latte {
 namespace {
@@ -24,7 +24,7 @@ Session::Session(const Model& model, SessionOptions options)
     : model_(model),
       options_(resolved(model, options)),
       cache_(model.hparams(), options_.n_ctx, options_.cache_type),
-      backend_(std::make_unique<ggl::CpuBackend>(options_.n_threads)) {}
+      backend_(ggl::make_backend({.n_threads = options_.n_threads})) {}
 
 Session::~Session() = default;
 
@@ -57,7 +57,7 @@ std::vector<float> Session::eval(std::span<const int32_t> tokens, Logits which) 
     batch.n_past = n_past_;
     batch.all_logits = which == Logits::kAll;
     batch.mla_path =
-        choose_mla_path(model_.hparams(), count, n_past_, options_.mla_mode, mla_speeds(model_));
+        choose_mla_path(model_.hparams(), count, n_past_, options_.mla_mode, mla_speeds(model_, *backend_));
 
     ggl::Graph graph;
     ggl::Tensor* out = build_forward(graph, model_, cache_, batch);

@@ -49,6 +49,8 @@ class Session {
   const Model& model() const { return model_; }
   const KvCache& cache() const { return cache_; }
   const SessionOptions& options() const { return options_; }
+  // What runs the session's graphs (also other graphs on its cache, e.g. cache_shift.h).
+  ggl::Backend& backend() { return *backend_; }
   // The MLA path the last graph used (kAbsorb or kNaive; kAbsorb for non-MLA models).
   MlaMode last_mla_path() const { return last_path_; }
 

@@ -1,0 +1,104 @@
+#include "ggml-like/cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+
+#include "ggml-like/core/error.h"
+#include "ggml-like/cuda/cuda_ops.h"
+
+namespace ggl {
+
+struct CudaBackend::State {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+};
+
+CudaBackend::CudaBackend(int device) : device_(device), name_("cuda" + std::to_string(device)), state_(new State) {
+  cuda::check(cudaSetDevice(device_), "cudaSetDevice");
+  cuda::check(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  if (cublasCreate(&state_->cublas) != CUBLAS_STATUS_SUCCESS) fail("cuda: cublasCreate failed on {}", name_);
+}
+
+CudaBackend::~CudaBackend() {
+  arena_.reset();
+  if (state_->cublas) cublasDestroy(state_->cublas);
+  if (state_->stream) cudaStreamDestroy(state_->stream);
+}
+
+void* CudaBackend::allocate_bytes(size_t bytes) {
+  void* p = nullptr;
+  cudaSetDevice(device_);
+  return cudaMalloc(&p, bytes) == cudaSuccess ? p : nullptr;
+}
+
+void CudaBackend::free_bytes(void* p) { cudaFree(p); }
+
+void CudaBackend::upload(void* dst, const void* host_src, size_t n) {
+  cuda::check(cudaMemcpyAsync(dst, host_src, n, cudaMemcpyHostToDevice, state_->stream), "upload");
+}
+
+void CudaBackend::download(void* host_dst, const void* src, size_t n) const {
+  cuda::check(cudaMemcpyAsync(host_dst, src, n, cudaMemcpyDeviceToHost, state_->stream), "download");
+}
+
+void CudaBackend::synchronize() { cuda::check(cudaStreamSynchronize(state_->stream), "synchronize"); }
+
+bool CudaBackend::supports_op(const Tensor& node) const { return cuda::supports(node); }
+
+void CudaBackend::compute(Graph& graph) {
+  cuda::check(cudaSetDevice(device_), "cudaSetDevice");
+  for (const Tensor* n : graph.nodes())
+    if (!supports_op(*n)) fail("{}: no kernel for {} '{}'", name_, op_name(n->op), n->name);
+  for (const Tensor& t : graph.tensors())
+    if (t.op == Op::kLeaf && t.data && !holds(t.data))
+      fail("{}: leaf '{}' is not in this device's memory", name_, t.name);
+  const ArenaPlan& plan = plans_.plan(graph);
+  if (!arena_ || arena_->size() < plan.size) {
+    synchronize();  // kernels of the last graph may still read the old arena
+    arena_.reset();
+    arena_ = allocate(plan.size);
+  }
+  bind_arena(graph, plan, arena_->base(), name_);
+  for (const Tensor* n : graph.nodes()) {
+    if (n->op == Op::kMulMat) cuda::run_matmul(*n, state_->stream, state_->cublas);
+    else cuda::run_elementwise(*n, state_->stream);
+  }
+}
+
+namespace cuda {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) fail("cuda: {}: {}", what, cudaGetErrorString(e));
+}
+
+Shape shape_of(const Tensor& t) {
+  return {{t.ne[0], t.ne[1], t.ne[2], t.ne[3]},
+          {static_cast<int64_t>(t.nb[0]), static_cast<int64_t>(t.nb[1]), static_cast<int64_t>(t.nb[2]),
+           static_cast<int64_t>(t.nb[3])}};
+}
+
+bool supports(const Tensor& node) {
+  const auto f32_rows = [](const Tensor* t) { return !t || (t->type == Type::F32 && t->rows_contiguous()); };
+  for (const Tensor* s : node.src)
+    if (!f32_rows(s)) return false;
+  if (!f32_rows(&node)) return false;
+  switch (node.op) {
+    case Op::kRmsNorm:
+    case Op::kSoftmax:
+    case Op::kAdd:
+    case Op::kMul:
+    case Op::kDiv:
+    case Op::kScale:
+    case Op::kSilu:
+    case Op::kSigmoid:
+    case Op::kSwiglu: return true;
+    case Op::kMulMat: {
+      const Tensor& w = *node.src[0];
+      const Tensor& x = *node.src[1];
+      return w.ne[2] == 1 && w.ne[3] == 1 && x.ne[2] == 1 && x.ne[3] == 1 && node.is_contiguous();
+    }
+    default: return false;
+  }
+}
+
+}  // namespace cuda
+}  // namespace ggl

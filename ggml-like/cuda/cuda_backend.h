@@ -1,0 +1,41 @@
+// The CUDA backend: one device, its memory (cudaMalloc), one stream for copies and kernels, a
+// cuBLAS handle, and an arena for intermediate results planned like the CPU's (graph_plan.h).
+// It runs the ops of cuda_ops.h; the scheduler (graph_split.h) sends it only those.
+// Compiled with -DLATTE_CUDA=ON only. Not yet run on a GPU: see docs/offload.md.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "ggml-like/graph/graph_backend.h"
+#include "ggml-like/graph/graph_plan.h"
+
+namespace ggl {
+
+class CudaBackend final : public Backend {
+ public:
+  // Throws ggl::Error when the device cannot be used.
+  explicit CudaBackend(int device);
+  ~CudaBackend() override;
+
+  std::string_view name() const override { return name_; }
+  Memory memory() const override { return Memory::kDevice; }
+  void upload(void* dst, const void* host_src, size_t n) override;
+  void download(void* host_dst, const void* src, size_t n) const override;
+  void synchronize() override;
+  bool supports_op(const Tensor& node) const override;
+  void compute(Graph& graph) override;
+
+ protected:
+  void* allocate_bytes(size_t bytes) override;
+  void free_bytes(void* p) override;
+
+ private:
+  struct State;
+  int device_;
+  std::string name_;
+  std::unique_ptr<State> state_;
+  PlanCache plans_;
+  std::unique_ptr<BackendBuffer> arena_;
+};
+
+}  // namespace ggl

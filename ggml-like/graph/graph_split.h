@@ -1,0 +1,75 @@
+// One graph across several backends (the ggml-backend-sched idea, kept small). Each node goes to
+// a backend:
+//   - where the external leaves it reads (weights, caches) live: a device backend when one holds
+//     them (it must support the op), otherwise a host-memory backend;
+//   - otherwise the backend of the node before it when that backend supports it (activations
+//     stay where they are), else the host backend.
+// Consecutive nodes of one backend form a part. A result that a later part reads, and a graph
+// input that a device part reads, is copied into the reading backend's memory right after the
+// part that made it: those copies are the activations crossing a placement boundary. Each part
+// runs as a graph of its own on its backend, so every backend plans its own memory.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "ggml-like/graph/graph_backend.h"
+
+namespace ggl {
+
+struct SplitPart {
+  int backend = 0;                   // index into the scheduler's backends
+  std::vector<const Tensor*> nodes;  // in execution order
+};
+
+// A tensor's bytes copied into another backend's memory.
+struct Crossing {
+  const Tensor* tensor = nullptr;  // a computed result or a graph input (never a view)
+  int from_part = -1;              // the part that computes it; -1: a graph input (host memory)
+  int to_backend = 0;
+  size_t bytes = 0;
+};
+
+struct SplitPlan {
+  std::vector<int> node_backend;  // by position in graph.nodes()
+  std::vector<SplitPart> parts;
+  std::vector<Crossing> crossings;
+  size_t crossing_bytes = 0;      // sum over crossings
+};
+
+// backends: in order of preference; the last runs in host memory and supports every op (the CPU).
+// Throws ggl::Error naming the node when a node cannot be placed (reads leaves in two backends'
+// memory, or its leaves live on a device whose backend cannot run it).
+SplitPlan plan_split(const Graph& graph, std::span<Backend* const> backends);
+
+class Scheduler final : public Backend {
+ public:
+  explicit Scheduler(std::vector<std::unique_ptr<Backend>> backends);
+  ~Scheduler() override;
+
+  std::string_view name() const override { return "sched"; }
+  bool supports_op(const Tensor& node) const override;
+  void compute(Graph& graph) override;
+  void read(const Tensor& t, void* dst, size_t offset, size_t size) override;
+  void synchronize() override;
+  // The speeds of the preferred backend, which runs the attention when it holds it.
+  double matmul_speed(Type w, int64_t k) const override { return raw_.front()->matmul_speed(w, k); }
+  double attention_speed(int64_t dk, int64_t dv) const override { return raw_.front()->attention_speed(dk, dv); }
+
+  std::span<Backend* const> backends() const { return raw_; }
+  // The split of the last graph computed.
+  const SplitPlan& last_split() const { return plan_; }
+
+ private:
+  void run_part(const Graph& graph, int p, const std::vector<std::vector<size_t>>& staged_at);
+
+  std::vector<std::unique_ptr<Backend>> owned_;
+  std::vector<Backend*> raw_;
+  SplitPlan plan_;
+  int single_ = -1;  // the backend that ran the whole last graph, when it was not split
+  std::vector<std::unique_ptr<BackendBuffer>> staging_;  // per backend: crossing copies
+  std::vector<std::vector<uint8_t>> outputs_;            // by tensor index: outputs, in host memory
+};
+
+}  // namespace ggl
