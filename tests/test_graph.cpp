@@ -422,7 +422,18 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttn,
                                            AttnCase{8, 2, 3, 9, Type::F16, 3},    // GQA, cached prefix
                                            AttnCase{6, 1, 1, 17, Type::BF16, 4},  // MQA decode: keys split
                                            AttnCase{6, 1, 1, 2, Type::F16, 4},    // fewer keys than threads
-                                           AttnCase{4, 1, 4, 40, Type::Q8_0, 2}));
+                                           AttnCase{4, 1, 4, 40, Type::Q8_0, 2},
+                                           // Heads on lanes: a full chunk of 16 and a partial one
+                                           // (part of a vector), keys split across threads, a
+                                           // depth that is not a multiple of the 32-key block.
+                                           AttnCase{20, 1, 1, 77, Type::F16, 2},
+                                           AttnCase{12, 1, 1, 70, Type::F32, 1},  // one thread
+                                           AttnCase{24, 2, 2, 50, Type::F16, 2},  // GQA, 12 per group
+                                           // Tokens on lanes, causal: 20 tokens (3 of 4 AVX2
+                                           // vectors), 37 from position 0 (a pass of 32 and one
+                                           // of 5). F16 K/V keep them on the float kernel.
+                                           AttnCase{2, 2, 20, 45, Type::F16, 2},
+                                           AttnCase{3, 3, 37, 37, Type::F16, 3}));
 
 // The integer MHA kernel in its real shapes (DeepSeek's 192 / 128 head sizes): two passes of
 // tokens (the second partial), an odd number of keys (a padded key pair), several key blocks and
@@ -454,21 +465,44 @@ TEST(Graph, FlashAttnMhaPrefillOnIntegersMatchesNaiveAttention) {
   });
 }
 
-TEST(Graph, AbsorbedAttentionReadsValuesInsideKeys) {
-  // MLA-style MQA: K rows hold [latent ; rope], V is the latent prefix of the same rows.
-  const int64_t L = 32, R = 16, H = 3, N = 6;
-  std::vector<float> rows = random_floats((L + R) * N, 20), q = random_floats((L + R) * H, 21);
-  std::vector<int32_t> pos = {static_cast<int32_t>(N - 1)};
+// MLA-style MQA: K rows hold [latent ; rope], V is the latent prefix of the same rows.
+struct AbsorbedCase {
+  int64_t L, R, H, T, N;
+  int threads;
+};
+
+class AbsorbedAttention : public ::testing::TestWithParam<AbsorbedCase> {};
+
+TEST_P(AbsorbedAttention, ReadsValuesInsideKeys) {
+  const AbsorbedCase c = GetParam();
+  const int64_t Dk = c.L + c.R;
+  std::vector<float> rows = random_floats(Dk * c.N, 20), q = random_floats(Dk * c.H * c.T, 21);
+  std::vector<int32_t> pos(c.T);
+  for (int64_t t = 0; t < c.T; ++t) pos[t] = static_cast<int32_t>(c.N - c.T + t);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(Dk));
   Graph g;
-  Tensor* cache = f32_tensor(g, rows, {L + R, N}, "cache");
-  Tensor* k = g.view(cache, {L + R, 1, N, 1}, {4, (L + R) * 4, (L + R) * 4, (L + R) * 4 * N}, 0);
-  Tensor* v = g.view(cache, {L, 1, N, 1}, {4, (L + R) * 4, (L + R) * 4, (L + R) * 4 * N}, 0);
-  Tensor* out = g.flash_attn(f32_tensor(g, q, {L + R, H, 1}, "q"), k, v, g.input_i32(pos, "pos"), 0.2f);
-  run(g, out, 2);
+  const size_t row = static_cast<size_t>(Dk) * sizeof(float);
+  Tensor* cache = f32_tensor(g, rows, {Dk, c.N}, "cache");
+  Tensor* k = g.view(cache, {Dk, 1, c.N, 1}, {4, row, row, row * c.N}, 0);
+  Tensor* v = g.view(cache, {c.L, 1, c.N, 1}, {4, row, row, row * c.N}, 0);
+  Tensor* out = g.flash_attn(f32_tensor(g, q, {Dk, c.H, c.T}, "q"), k, v, g.input_i32(pos, "pos"), scale);
   std::vector<float> vv;
-  for (int64_t j = 0; j < N; ++j) vv.insert(vv.end(), rows.begin() + j * (L + R), rows.begin() + j * (L + R) + L);
-  expect_near_all(result(out), naive_attention(q, rows, vv, pos, L + R, L, H, 1, 1, N, 0.2f), 2e-5f);
+  for (int64_t j = 0; j < c.N; ++j) vv.insert(vv.end(), rows.begin() + j * Dk, rows.begin() + j * Dk + c.L);
+  const std::vector<float> want = naive_attention(q, rows, vv, pos, Dk, c.L, c.H, 1, c.T, c.N, scale);
+  latte::testing::for_each_kernel_set([&](const ggl::CpuKernels&) {
+    run(g, out, c.threads);
+    expect_near_all(result(out), want, 2e-5f);
+  });
 }
+
+INSTANTIATE_TEST_SUITE_P(Shapes, AbsorbedAttention,
+                         ::testing::Values(AbsorbedCase{32, 16, 3, 1, 6, 2},
+                                           // DeepSeek's latent cache (512 + 64): V2-Lite's 16
+                                           // heads and V3's 128 in decode, keys split across
+                                           // threads; and a causal prefill over a cached prefix.
+                                           AbsorbedCase{512, 64, 16, 1, 77, 2},
+                                           AbsorbedCase{512, 64, 128, 1, 40, 2},
+                                           AbsorbedCase{512, 64, 16, 5, 70, 2}));
 
 TEST(Graph, ArenaReusesDeadResults) {
   // A chain x -> f1 -> f2 -> ... : only two results are ever alive at once.

@@ -1,7 +1,7 @@
 // MHA prefill attention on 16-bit integers (simd/attention_int16.cpp): the flash_attn op of a batch
 // of tokens with one query head per KV head (MLA's naive form, Llama MHA) and float32 K and V, where
 // the kernel set has it and integer paths are enabled (int_gemm.h). Everything else takes the
-// float32 kernels of simd/flash_attn.cpp.
+// float32 kernels of simd/op_attention.cpp.
 #pragma once
 #include <cstddef>
 #include <cstdint>

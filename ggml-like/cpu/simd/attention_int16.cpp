@@ -18,17 +18,17 @@
 #include <cmath>
 #include <cstring>
 
-#include "ggml-like/cpu/arch/x86/avx512/gemm_panel.h"
 #include "ggml-like/cpu/int_gemm.h"
-#if GGL_INT_GEMM
-#include "ggml-like/cpu/arch/x86/avx512/attention_wide.h"
+#include "ggml-like/cpu/simd/attention_wide.h"
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
+#define GGL_ATTN_INT16 1
 #endif
 
 #include "ggml-like/cpu/simd/simd_kernels.h"
 
 namespace ggl::GGL_ISA {
 
-#if GGL_INT_GEMM
+#if defined(GGL_ATTN_INT16)
 namespace {
 
 using attention_wide::kLanes;

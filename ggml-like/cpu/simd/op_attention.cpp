@@ -4,22 +4,21 @@
 // decode step of MQA — the keys are split across threads and the partial softmax states merged.
 //
 // Groups of several heads (GQA, and MLA's absorbed MQA with every head on one latent cache) run
-// "heads on lanes" with AVX-512: the 16 heads of a chunk sit in the lanes of one vector, so a key
-// block's scores are a [16 x Dk] by [Dk x 32] product of broadcast key elements and the
-// weighted sum of values a [16 x 32] by [32 x Dv] one; each cached row is read once for all heads,
-// there are no horizontal sums, and the softmax is updated once per block of keys. MHA prefill
-// (one head per KV head, as MLA's naive form) puts 32 consecutive tokens of one head on the lanes
-// of two vectors instead, each lane masked causally: every key row is read once per 32 queries.
+// "heads on lanes" where the kernel set has vectors (attention_wide.h): the 16 heads of a chunk sit
+// in the lanes of one AVX-512 vector or two AVX2 ones, so a key block's scores are a [16 x Dk] by
+// [Dk x 32] product of broadcast key elements and the weighted sum of values a [16 x 32] by
+// [32 x Dv] one; each cached row is read once for all heads, there are no horizontal sums, and the
+// softmax is updated once per block of keys. MHA prefill (one head per KV head, as MLA's naive
+// form) puts 32 consecutive tokens of one head on the lanes of two AVX-512 (four AVX2) vectors
+// instead, each lane masked causally: every key row is read once per 32 queries. The walk is
+// written once over the vector; only the number of vectors per pass follows the lane count.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "ggml-like/cpu/cpu_kernels.h"
 
-#include "ggml-like/cpu/arch/x86/avx512/attention_wide.h"
-#if defined(__AVX512F__)
-#define GGL_ATTN_WIDE 1
-#endif
+#include "ggml-like/cpu/simd/attention_wide.h"
 #include "ggml-like/quant/quant.h"
 
 #include "ggml-like/cpu/simd/simd_kernels.h"
@@ -48,17 +47,21 @@ struct Scratch {
   float* acc;  // running sum of exp(score - m) * v, G rows of Dv
 };
 
-// Heads-on-lanes scratch (see the file comment): transposed scaled queries [Dk][16], transposed
-// accumulators [Dv][16], a block's scores [kKeyBlock][16], and its decoded K and V rows.
+// Wide scratch (see the file comment): transposed scaled queries [Dk][lanes], transposed
+// accumulators [Dv][lanes], a block's scores [kKeyBlock][lanes], and its decoded K and V rows.
+// Heads per heads-on-lanes pass:
 constexpr int64_t kHeadLanes = 16;
-// MHA batches of at least this many tokens put tokens on lanes.
+// MHA batches of at least this many tokens put tokens on lanes, up to kMaxLanes per pass (they
+// share each key row read).
 constexpr int64_t kMinTokenLanes = 4;
+constexpr int64_t kMaxLanes = 32;
 constexpr int64_t kKeyBlock = 32;
-// Up to this many vectors of lanes per pass (MHA prefill: 32 tokens share each key row read).
-constexpr int kMaxLaneVecs = 2;
-static_assert(kKeyBlock % 8 == 0, "score groups (8 / lane vectors keys) must tile a key block");
+// Independent accumulators in the score and value loops: with the lane vectors of a pass (up to 4)
+// and a broadcast they fit AVX2's 16 registers.
+constexpr int kAccumulators = 8;
+static_assert(kKeyBlock % kAccumulators == 0, "score groups (accumulators / lane vectors keys) must tile a key block");
 size_t wide_floats(const Dims& d) {
-  return kMaxLaneVecs * kHeadLanes * (d.Dk + d.Dv + kKeyBlock) + kKeyBlock * (d.Dk + d.Dv) + 64;
+  return kMaxLanes * (d.Dk + d.Dv + kKeyBlock) + kKeyBlock * (d.Dk + d.Dv) + 64;
 }
 
 size_t scratch_floats(const Dims& d) { return d.Dk + d.Dv + 3 * d.G + d.G * d.Dv + 64 + wide_floats(d); }
@@ -137,12 +140,16 @@ void attend(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int64_t j0
 
 #if defined(GGL_ATTN_WIDE)
 using attention_wide::in_register;
+using attention_wide::kLanes;
 using attention_wide::Vec;
+// Lane vectors per pass: 1, 2, or (8 lanes) 4.
+constexpr int kMaxVecs = static_cast<int>(kMaxLanes / kLanes);
+static_assert(kMaxLanes % kLanes == 0 && kHeadLanes % kLanes == 0, "passes hold whole vectors");
+static_assert(kAccumulators + kMaxVecs + 1 <= attention_wide::kRegisters, "a pass's loops fit the registers");
 
 // The queries one wide pass serves, one per lane: several heads of one token (GQA/MQA), or one
 // head at several consecutive tokens (MHA prefill). Lane i sees keys [j0, visible[i]); lanes past
 // n are unused (zero queries that see every key).
-constexpr int64_t kMaxLanes = kMaxLaneVecs * kHeadLanes;
 struct Lanes {
   int64_t n = 0;
   const float* q[kMaxLanes];
@@ -150,19 +157,20 @@ struct Lanes {
 };
 
 // What a pass leaves: per lane the running max and sum, and the accumulators transposed,
-// [Dv][NV * 16] (lane i of element e at acc[e * NV * 16 + i]).
+// [Dv][width] (lane i of element e at acc[e * width + i]; width = NV * kLanes).
 struct WideState {
   float* acc;
+  int64_t width;
   alignas(64) float m[kMaxLanes];
   alignas(64) float l[kMaxLanes];
 };
 
-// Online softmax over keys [j0, j1) of KV head hkv for NV vectors of 16 lanes at once: each key
-// row is read (and decoded) once for all of them.
+// Online softmax over keys [j0, j1) of KV head hkv for NV vectors of lanes at once: each key row
+// is read (and decoded) once for all of them.
 template <int NV>
 void attend_wide(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& lanes, int64_t j0, int64_t j1,
                  const Scratch& s, WideState& out) {
-  constexpr int64_t W = NV * kHeadLanes;  // lanes per row of the transposed buffers
+  constexpr int64_t W = NV * kLanes;  // lanes per row of the transposed buffers
   const Tensor& k = *dst.src[1];
   const Tensor& v = *dst.src[2];
   const float scale = dst.params[0].f;
@@ -173,6 +181,7 @@ void attend_wide(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& lan
   float* krows_f = sc + W * kKeyBlock;
   float* vrows_f = krows_f + kKeyBlock * d.Dk;
   out.acc = acc;
+  out.width = W;
 
   // Scaled queries, transposed; unused lanes are zero (their scores are 0 and ignored).
   alignas(64) float limit[W];
@@ -189,8 +198,8 @@ void attend_wide(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& lan
   const bool masked = pass.masked;
   std::fill(acc, acc + W * d.Dv, 0.0f);
 
-  // Keys per score group: 8 independent accumulators per lane vector.
-  constexpr int kGroup = 8 / NV;
+  // Keys per score group, and value elements per output group: kAccumulators vectors in all.
+  constexpr int kGroup = kAccumulators / NV;
   const float* krow[kKeyBlock];
   const float* vrow[kKeyBlock];
   for (int64_t jb = j0; jb < j_end; jb += kKeyBlock) {
@@ -222,7 +231,7 @@ void attend_wide(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& lan
       for (int64_t i = 0; i < d.Dk; ++i) {
         Vec qv[NV];
         for (int u = 0; u < NV; ++u) {
-          qv[u] = Vec::load_aligned(qt + i * W + u * kHeadLanes);
+          qv[u] = Vec::load_aligned(qt + i * W + u * kLanes);
           in_register(qv[u]);
         }
         for (int r = 0; r < kGroup; ++r) {
@@ -236,7 +245,7 @@ void attend_wide(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& lan
         for (int u = 0; u < NV; ++u) {
           Vec score = a[r][u];
           if (masked) score = pass.mask(score, jb + j + r, u);
-          score.store_aligned(sc + (j + r) * W + u * kHeadLanes);
+          score.store_aligned(sc + (j + r) * W + u * kLanes);
         }
     }
     Vec c[NV];
@@ -246,11 +255,11 @@ void attend_wide(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& lan
     for (; i + kGroup <= d.Dv; i += kGroup) {
       Vec o[kGroup][NV];
       for (int r = 0; r < kGroup; ++r)
-        for (int u = 0; u < NV; ++u) o[r][u] = Vec::load_aligned(acc + (i + r) * W + u * kHeadLanes) * c[u];
+        for (int u = 0; u < NV; ++u) o[r][u] = Vec::load_aligned(acc + (i + r) * W + u * kLanes) * c[u];
       for (int64_t j = 0; j < nk; ++j) {
         Vec p[NV];
         for (int u = 0; u < NV; ++u) {
-          p[u] = Vec::load_aligned(sc + j * W + u * kHeadLanes);
+          p[u] = Vec::load_aligned(sc + j * W + u * kLanes);
           in_register(p[u]);
         }
         const float* vr = vrow[j] + i;
@@ -260,20 +269,28 @@ void attend_wide(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& lan
         }
       }
       for (int r = 0; r < kGroup; ++r)
-        for (int u = 0; u < NV; ++u) o[r][u].store_aligned(acc + (i + r) * W + u * kHeadLanes);
+        for (int u = 0; u < NV; ++u) o[r][u].store_aligned(acc + (i + r) * W + u * kLanes);
     }
     for (; i < d.Dv; ++i)
       for (int u = 0; u < NV; ++u) {
-        Vec o = Vec::load_aligned(acc + i * W + u * kHeadLanes) * c[u];
+        Vec o = Vec::load_aligned(acc + i * W + u * kLanes) * c[u];
         for (int64_t j = 0; j < nk; ++j)
-          o = xsimd::fma(Vec::load_aligned(sc + j * W + u * kHeadLanes), Vec(vrow[j][i]), o);
-        o.store_aligned(acc + i * W + u * kHeadLanes);
+          o = xsimd::fma(Vec::load_aligned(sc + j * W + u * kLanes), Vec(vrow[j][i]), o);
+        o.store_aligned(acc + i * W + u * kLanes);
       }
   }
   for (int u = 0; u < NV; ++u) {
-    m[u].store_aligned(out.m + u * kHeadLanes);
-    l[u].store_aligned(out.l + u * kHeadLanes);
+    m[u].store_aligned(out.m + u * kLanes);
+    l[u].store_aligned(out.l + u * kLanes);
   }
+}
+
+// attend_wide with the fewest vectors that hold the lanes' queries.
+void attend_lanes(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& lanes, int64_t j0, int64_t j1,
+                  const Scratch& s, WideState& out) {
+  if (lanes.n <= kLanes) return attend_wide<1>(dst, d, hkv, lanes, j0, j1, s, out);
+  if (kMaxVecs == 2 || lanes.n <= 2 * kLanes) return attend_wide<2>(dst, d, hkv, lanes, j0, j1, s, out);
+  if constexpr (kMaxVecs == 4) return attend_wide<4>(dst, d, hkv, lanes, j0, j1, s, out);
 }
 
 // Heads [g0, g0 + gn) of KV head hkv at token t, heads on lanes; leaves the same state as
@@ -288,12 +305,12 @@ void attend_heads_wide(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv,
     lanes.visible[g] = j1;
   }
   WideState st;
-  attend_wide<1>(dst, d, hkv, lanes, j0, j1, s, st);
+  attend_lanes(dst, d, hkv, lanes, j0, j1, s, st);
   for (int64_t g = 0; g < gn; ++g) {
     s.m[g0 + g] = st.m[g];
     s.l[g0 + g] = st.l[g];
     float* out = s.acc + (g0 + g) * d.Dv;
-    for (int64_t i = 0; i < d.Dv; ++i) out[i] = st.acc[i * kHeadLanes + g];
+    for (int64_t i = 0; i < d.Dv; ++i) out[i] = st.acc[i * st.width + g];
   }
 }
 
@@ -310,15 +327,11 @@ void attend_tokens_wide(const Tensor& dst, const Dims& d, int64_t h, int64_t t0,
     last = std::max(last, lanes.visible[i]);
   }
   WideState st;
-  const int64_t width = tn > kHeadLanes ? 2 * kHeadLanes : kHeadLanes;
-  if (width > kHeadLanes)
-    attend_wide<2>(dst, d, h, lanes, 0, last, s, st);
-  else
-    attend_wide<1>(dst, d, h, lanes, 0, last, s, st);
+  attend_lanes(dst, d, h, lanes, 0, last, s, st);
   for (int64_t i = 0; i < tn; ++i) {
     float* out = dst.f32_row(h, t0 + i);
     const float inv = st.l[i] > 0.0f ? 1.0f / st.l[i] : 0.0f;
-    for (int64_t e = 0; e < d.Dv; ++e) out[e] = st.acc[e * width + i] * inv;
+    for (int64_t e = 0; e < d.Dv; ++e) out[e] = st.acc[e * st.width + i] * inv;
   }
 }
 #endif

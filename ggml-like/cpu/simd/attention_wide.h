@@ -1,24 +1,29 @@
-// Pieces shared by the attention kernels that put queries on the lanes of AVX-512 vectors
-// (op_attention.cpp in float32, attention_int16.cpp on 16-bit integers). AVX-512 builds only.
+// Pieces shared by the attention kernels that put queries on the lanes of vectors (op_attention.cpp
+// in float32, attention_int16.cpp on 16-bit integers), written once over the vector type: the
+// instruction set's header under cpu/arch/ names it, its lane count and its register count
+// (AVX-512: 16 lanes, 32 registers; AVX2: 8 lanes, 16 registers). Where none applies (the generic
+// set), GGL_ATTN_WIDE stays undefined and the kernels take their scalar paths.
 #pragma once
-#if defined(__AVX512F__)
+#include "ggml-like/cpu/arch/x86/avx2/attention_lanes.h"
+#include "ggml-like/cpu/arch/x86/avx512/attention_lanes.h"
+#if defined(GGL_ATTN_LANES)
+#define GGL_ATTN_WIDE 1
 #include <xsimd/xsimd.hpp>
 
 #include <cmath>
 #include <cstdint>
 
-#include "ggml-like/cpu/arch/x86/x86_intrinsics.h"
-
 namespace ggl::GGL_ISA::attention_wide {
 
-using Vec = xsimd::batch<float, xsimd::avx512f>;
-inline constexpr int64_t kLanes = 16;
+using attention_lanes::kLanes;
+using attention_lanes::kRegisters;
+using attention_lanes::Vec;
 
 // Pins a vector to a register: without it GCC re-reads each query/probability vector as a memory
-// operand of every FMA that uses it (one 64-byte load per FMA, which made the two-vector kernel
+// operand of every FMA that uses it (one vector load per FMA, which made the AVX-512 kernel
 // load-bound at ~2/3 of the FMA rate) instead of broadcasting the shared key/value element.
 inline void in_register(Vec& v) {
-  __m512 r = v;
+  typename Vec::register_type r = v;
   asm("" : "+v"(r));
   v = r;
 }
@@ -45,8 +50,8 @@ struct PassLanes {
   }
 };
 
-// Online-softmax update for a block of nk keys whose scores sit in sc ([nk][W] floats, W = NV * 16
-// lanes, masked keys -inf): the scores become exp(score - new max), l[u] adds them, and c[u]
+// Online-softmax update for a block of nk keys whose scores sit in sc ([nk][W] floats, W = NV *
+// kLanes, masked keys -inf): the scores become exp(score - new max), l[u] adds them, and c[u]
 // (returned) is the factor the lanes' earlier sums must be scaled by. A lane whose keys are all
 // masked so far keeps max -inf: it adds nothing (its p are exp(-inf) = 0), and 0 stands in for
 // its max in the exponents.
