@@ -18,9 +18,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "ggml-like/cpu/arch/x86/avx512/gemm_panel.h"
 #include "ggml-like/cpu/int_gemm.h"
-#if GGL_INT_GEMM
+#include "ggml-like/cpu/simd/gemm_steps.h"
+#if GGL_INT_GEMM_AVX512
 #include "ggml-like/cpu/arch/x86/avx512/attention_wide.h"
 #endif
 
@@ -28,7 +28,7 @@
 
 namespace ggl::GGL_ISA {
 
-#if GGL_INT_GEMM
+#if GGL_INT_GEMM_AVX512
 namespace {
 
 using attention_wide::kLanes;
