@@ -91,6 +91,7 @@ struct Tile {
       typename Dot::Sum isum[V][C];
       for (int v = 0; v < V; ++v)
         for (int c = 0; c < C; ++c) isum[v][c] = Dot::zero();
+#pragma GCC unroll 16
       for (int j = 0; j < Format::kSteps; ++j) {
         VecI w[V];
         for (int v = 0; v < V; ++v) w[v] = gemm_steps::iload(group + v * Block::kGroupBytes + j * Block::kVecBytes);

@@ -77,12 +77,19 @@ inline void transpose_words(const __m256i* r, __m256i* t) {
   for (int p = 0; p < 4; ++p) t[p] = _mm256_permute4x64_epi64(b[p], 0xD8);
 }
 
+// Pins a running sum to a register, in order: without it GCC reassociates a block's chain of
+// integer adds into a tree, keeping every product alive at once and spilling most of them.
+inline __m256i in_order(__m256i v) {
+  asm("" : "+x"(v));
+  return v;
+}
+
 // Pairs of 16-bit values (16-bit activations): VPMADDWD forms two products per lane, VPADDD adds
 // them up.
 struct Pairs {
   using Sum = __m256i;
   static Sum zero() { return _mm256_setzero_si256(); }
-  static Sum add(Sum acc, VecI w, VecI x) { return _mm256_add_epi32(acc, _mm256_madd_epi16(w, x)); }
+  static Sum add(Sum acc, VecI w, VecI x) { return in_order(_mm256_add_epi32(acc, _mm256_madd_epi16(w, x))); }
   static VecI total(Sum s) { return s; }
 
   // The 16 pair vectors of one lane group from 8 rows' 16 bytes of 4-bit quants (element i in the
@@ -132,7 +139,7 @@ struct Pairs {
 struct Quads {
   using Sum = __m256i;  // 16 int16 sums
   static Sum zero() { return _mm256_setzero_si256(); }
-  static Sum add(Sum acc, VecI w, VecI x) { return _mm256_add_epi16(acc, _mm256_maddubs_epi16(w, x)); }
+  static Sum add(Sum acc, VecI w, VecI x) { return in_order(_mm256_add_epi16(acc, _mm256_maddubs_epi16(w, x))); }
   static VecI total(Sum s) { return _mm256_madd_epi16(s, _mm256_set1_epi16(1)); }
 
   // The 8 quad vectors of one lane group from 8 rows' 16 bytes of 4-bit quants: the bytes
