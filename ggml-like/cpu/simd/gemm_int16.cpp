@@ -114,12 +114,13 @@ void quantize_column(const float* x, int64_t n, void* column) {
     sum[b] = block.sum;
     int16_t* qb = q + b * kBlock;
     int32_t q_sum = 0, hi_sum = 0;
-    for (int64_t i = 0; i < kBlock; ++i) {
-      qb[i] = static_cast<int16_t>(std::clamp(block.q[i], -32767, 32767));
-      q_sum += qb[i];
-      hi[b * kBlock + i] = static_cast<int8_t>(qb[i] >> 8);
-      lo[b * kBlock + i] = static_cast<uint8_t>(qb[i] & 0xFF);
-      hi_sum += hi[b * kBlock + i];
+    for (int64_t i = 0; i < kBlock; ++i) {  // from locals: the byte stores may alias everything
+      const int32_t v = std::clamp(block.q[i], -32767, 32767);
+      qb[i] = static_cast<int16_t>(v);
+      hi[b * kBlock + i] = static_cast<int8_t>(v >> 8);
+      lo[b * kBlock + i] = static_cast<uint8_t>(v & 0xFF);
+      q_sum += v;
+      hi_sum += v >> 8;
     }
     offset[b] = block.scale * static_cast<float>(q_sum);
     hi_offset[b] = block.scale * 4096.0f * static_cast<float>(hi_sum);

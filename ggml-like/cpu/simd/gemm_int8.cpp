@@ -80,12 +80,14 @@ void quantize_column(const float* x, int64_t n, void* column) {
     const gemm_panel::QuantizedBlock block = gemm_panel::quantize_block(x + b * kBlock, 127.0f);
     scale[b] = block.scale;
     sum[b] = block.sum;
-    qsum[b] = 0;
+    int32_t block_sum = 0;  // a local: the int8 stores may alias qsum[b]
     for (int64_t i = 0; i < kBlock; ++i) {
-      q[b * kBlock + i] = static_cast<int8_t>(std::clamp(block.q[i], -127, 127));
-      qsum[b] += q[b * kBlock + i];
+      const int32_t v = std::clamp(block.q[i], -127, 127);
+      q[b * kBlock + i] = static_cast<int8_t>(v);
+      block_sum += v;
     }
-    offset[b] = block.scale * static_cast<float>(qsum[b]);
+    qsum[b] = block_sum;
+    offset[b] = block.scale * static_cast<float>(block_sum);
   }
 }
 
