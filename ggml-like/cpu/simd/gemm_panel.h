@@ -1,7 +1,8 @@
 // The integer GEMMs' panel path (int_gemm.h), written once for every instruction set: the panel
 // layout and its packing walk, the register tile and the walk over activation columns. What an
 // instruction set supplies are the innermost steps (gemm_steps.h: vector width, the dot step,
-// the transposes that unpack a group of rows, gathers and masked stores); what a format supplies
+// the transposes that unpack a group of rows, gathers and masked stores; the plain vector
+// arithmetic is xsimd); what a format supplies
 // (gemm_int16.cpp, gemm_int8.cpp) is its column layout, its dot step and how it unpacks weights.
 //
 // A Format has: Column (with per-block float scale[] and sum[]), Dot (the set's Pairs or Quads:
@@ -27,8 +28,11 @@
 namespace ggl::GGL_ISA::gemm_panel {
 
 using gemm_steps::kLanes;
-using gemm_steps::VecF;
-using gemm_steps::VecI;
+// Vectors of one lane per row: the plain arithmetic in xsimd (its widest batch for the set the
+// copy is compiled for), handed to the set's steps as the native registers they convert to.
+using VecF = xsimd::batch<float>;
+using VecI = xsimd::batch<int32_t>;
+static_assert(VecF::size == kLanes, "xsimd's widest batch has the steps' lanes");
 
 // Lane groups (vectors of rows) per panel, and per register tile.
 inline constexpr int64_t kGroups = kIntGemmPanelRows / kLanes;
@@ -94,7 +98,7 @@ struct Tile {
     constexpr int V = kTileVecs;
     VecF acc[V][C];
     for (int v = 0; v < V; ++v)
-      for (int c = 0; c < C; ++c) acc[v][c] = gemm_steps::fzero();
+      for (int c = 0; c < C; ++c) acc[v][c] = VecF(0.0f);
     for (int64_t b = 0; b < blocks; ++b) {
       const uint8_t* pb = panel + b * Block::kBytes;
       const uint8_t* group = pb + g0 * Block::kGroupBytes;
@@ -104,32 +108,32 @@ struct Tile {
 #pragma GCC unroll 16
       for (int j = 0; j < Format::kSteps; ++j) {
         VecI w[V];
-        for (int v = 0; v < V; ++v) w[v] = gemm_steps::iload(group + v * Block::kGroupBytes + j * Block::kVecBytes);
+        for (int v = 0; v < V; ++v) w[v] = VecI::load_aligned(
+              reinterpret_cast<const int32_t*>(group + v * Block::kGroupBytes + j * Block::kVecBytes));
         for (int c = 0; c < C; ++c) {
-          const VecI x = gemm_steps::iset1(Format::word(cols[c], b, j));
+          const VecI x(Format::word(cols[c], b, j));
           for (int v = 0; v < V; ++v) isum[v][c] = Dot::add(isum[v][c], w[v], x);
         }
       }
       const auto* scales = reinterpret_cast<const float*>(pb + Block::kScalesOffset) + g0 * kLanes;
       VecF d[V];
-      for (int v = 0; v < V; ++v) d[v] = gemm_steps::fload(scales + v * kLanes);
+      for (int v = 0; v < V; ++v) d[v] = VecF::load_aligned(scales + v * kLanes);
       for (int c = 0; c < C; ++c) {
-        const VecF s = gemm_steps::fset1(cols[c].scale[b]);
-        VecI start{};
-        if constexpr (Format::kHasStart) start = gemm_steps::iset1(Format::start(cols[c], b, zero_point));
+        const VecF s(cols[c].scale[b]);
+        const VecI start(Format::kHasStart ? Format::start(cols[c], b, zero_point) : 0);
         for (int v = 0; v < V; ++v) {
-          VecI total = Dot::total(isum[v][c]);
-          if constexpr (Format::kHasStart) total = gemm_steps::iadd(total, start);
-          acc[v][c] = gemm_steps::fmadd(gemm_steps::to_float(total), gemm_steps::fmul(d[v], s), acc[v][c]);
+          VecI total(Dot::total(isum[v][c]));
+          if constexpr (Format::kHasStart) total += start;
+          acc[v][c] = xsimd::fma(xsimd::batch_cast<float>(total), d[v] * s, acc[v][c]);
         }
       }
       if constexpr (kHasMin) {
         const auto* mins = reinterpret_cast<const float*>(pb + Block::kMinsOffset) + g0 * kLanes;
         VecF m[V];
-        for (int v = 0; v < V; ++v) m[v] = gemm_steps::fload(mins + v * kLanes);
+        for (int v = 0; v < V; ++v) m[v] = VecF::load_aligned(mins + v * kLanes);
         for (int c = 0; c < C; ++c) {
-          const VecF s = gemm_steps::fset1(cols[c].sum[b]);
-          for (int v = 0; v < V; ++v) acc[v][c] = gemm_steps::fmadd(m[v], s, acc[v][c]);
+          const VecF s(cols[c].sum[b]);
+          for (int v = 0; v < V; ++v) acc[v][c] = xsimd::fma(m[v], s, acc[v][c]);
         }
       }
     }
@@ -182,13 +186,13 @@ void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64
       auto* scales = reinterpret_cast<float*>(pb + Block::kScalesOffset) + g * kLanes;
       auto* mins = reinterpret_cast<float*>(pb + Block::kMinsOffset) + g * kLanes;
       if (count == 0) {  // a short panel's empty groups: zero scales, never stored
-        gemm_steps::fstore(scales, gemm_steps::fzero());
-        gemm_steps::fstore(mins, gemm_steps::fzero());
+        VecF(0.0f).store_aligned(scales);
+        VecF(0.0f).store_aligned(mins);
         continue;
       }
-      gemm_steps::fstore(scales, gemm_steps::gather_f16(blocks, group));
-      gemm_steps::fstore(mins, t == Type::Q4_1 ? gemm_steps::gather_f16(blocks + sizeof(uint16_t), group)
-                                               : gemm_steps::fzero());
+      VecF(gemm_steps::gather_f16(blocks, group)).store_aligned(scales);
+      (t == Type::Q4_1 ? VecF(gemm_steps::gather_f16(blocks + sizeof(uint16_t), group)) : VecF(0.0f))
+          .store_aligned(mins);
       const uint8_t* qs[kLanes];
       for (int64_t r = 0; r < kLanes; ++r) qs[r] = r < count ? blocks + r * row_stride + qs_offset : zeros;
       Format::pack_group(t, qs, pb + g * Block::kGroupBytes);

@@ -16,26 +16,12 @@ inline constexpr int64_t kLanes = 8;  // rows per vector
 inline constexpr int kTileVecs = 2;   // row vectors per register tile
 inline constexpr int kMaxCols = 3;    // activation columns per register tile
 
-using VecF = __m256;
-using VecI = __m256i;
-
-inline VecF fzero() { return _mm256_setzero_ps(); }
-inline VecF fload(const float* p) { return _mm256_load_ps(p); }
-inline VecF fset1(float v) { return _mm256_set1_ps(v); }
-inline VecF fmadd(VecF a, VecF b, VecF c) { return _mm256_fmadd_ps(a, b, c); }
-inline VecF fmul(VecF a, VecF b) { return _mm256_mul_ps(a, b); }
-inline VecF to_float(VecI v) { return _mm256_cvtepi32_ps(v); }
-inline void fstore(float* p, VecF v) { _mm256_store_ps(p, v); }
-inline VecI iload(const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); }
-inline VecI iset1(int32_t v) { return _mm256_set1_epi32(v); }
-inline VecI iadd(VecI a, VecI b) { return _mm256_add_epi32(a, b); }
-
 // Lanes below `count` all ones.
 inline __m256i first_lanes(int64_t count) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(count)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 // y[i] = v lane i for i < count.
-inline void store_rows(float* y, VecF v, int64_t count) {
+inline void store_rows(float* y, __m256 v, int64_t count) {
   if (count == kLanes) return _mm256_storeu_ps(y, v);
   _mm256_maskstore_ps(y, first_lanes(count), v);
 }
@@ -51,7 +37,7 @@ inline GroupRows group_rows(int64_t count, size_t row_stride) {
 }
 // Lane r: the fp16 at `base + offset of row r` as a float; lanes past the group's rows are 0.
 // (Gathers 32 bits, so the two bytes after the fp16 must be readable: they are the rest of the block.)
-inline VecF gather_f16(const uint8_t* base, const GroupRows& rows) {
+inline __m256 gather_f16(const uint8_t* base, const GroupRows& rows) {
   const __m256i words = _mm256_and_si256(
       _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), reinterpret_cast<const int*>(base), rows.offsets, rows.valid, 1),
       _mm256_set1_epi32(0xFFFF));
@@ -89,8 +75,8 @@ inline __m256i in_order(__m256i v) {
 struct Pairs {
   using Sum = __m256i;
   static Sum zero() { return _mm256_setzero_si256(); }
-  static Sum add(Sum acc, VecI w, VecI x) { return in_order(_mm256_add_epi32(acc, _mm256_madd_epi16(w, x))); }
-  static VecI total(Sum s) { return s; }
+  static Sum add(Sum acc, __m256i w, __m256i x) { return in_order(_mm256_add_epi32(acc, _mm256_madd_epi16(w, x))); }
+  static __m256i total(Sum s) { return s; }
 
   // The 16 pair vectors of one lane group from 8 rows' 16 bytes of 4-bit quants (element i in the
   // low nibble of byte i, element 16 + i in its high nibble): the bytes transposed two at a time
@@ -139,8 +125,8 @@ struct Pairs {
 struct Quads {
   using Sum = __m256i;  // 16 int16 sums
   static Sum zero() { return _mm256_setzero_si256(); }
-  static Sum add(Sum acc, VecI w, VecI x) { return in_order(_mm256_add_epi16(acc, _mm256_maddubs_epi16(w, x))); }
-  static VecI total(Sum s) { return _mm256_madd_epi16(s, _mm256_set1_epi16(1)); }
+  static Sum add(Sum acc, __m256i w, __m256i x) { return in_order(_mm256_add_epi16(acc, _mm256_maddubs_epi16(w, x))); }
+  static __m256i total(Sum s) { return _mm256_madd_epi16(s, _mm256_set1_epi16(1)); }
 
   // The 8 quad vectors of one lane group from 8 rows' 16 bytes of 4-bit quants: the bytes
   // transposed 4 at a time (dword u holds elements 4u..4u+3 in its low nibbles and 16+4u..19+4u in

@@ -17,21 +17,8 @@ inline constexpr int64_t kLanes = 16;  // rows per vector
 inline constexpr int kTileVecs = 2;    // row vectors per register tile
 inline constexpr int kMaxCols = 6;     // activation columns per register tile
 
-using VecF = __m512;
-using VecI = __m512i;
-
-inline VecF fzero() { return _mm512_setzero_ps(); }
-inline VecF fload(const float* p) { return _mm512_load_ps(p); }
-inline VecF fset1(float v) { return _mm512_set1_ps(v); }
-inline VecF fmadd(VecF a, VecF b, VecF c) { return _mm512_fmadd_ps(a, b, c); }
-inline VecF fmul(VecF a, VecF b) { return _mm512_mul_ps(a, b); }
-inline VecF to_float(VecI v) { return _mm512_cvtepi32_ps(v); }
-inline void fstore(float* p, VecF v) { _mm512_store_ps(p, v); }
-inline VecI iload(const void* p) { return _mm512_load_si512(p); }
-inline VecI iset1(int32_t v) { return _mm512_set1_epi32(v); }
-inline VecI iadd(VecI a, VecI b) { return _mm512_add_epi32(a, b); }
 // y[i] = v lane i for i < count.
-inline void store_rows(float* y, VecF v, int64_t count) {
+inline void store_rows(float* y, __m512 v, int64_t count) {
   _mm512_mask_storeu_ps(y, static_cast<__mmask16>((1u << count) - 1), v);
 }
 
@@ -47,7 +34,7 @@ inline GroupRows group_rows(int64_t count, size_t row_stride) {
 }
 // Lane r: the fp16 at `base + offset of row r` as a float; lanes past the group's rows are 0.
 // (Gathers 32 bits, so the two bytes after the fp16 must be readable: they are the rest of the block.)
-inline VecF gather_f16(const uint8_t* base, const GroupRows& rows) {
+inline __m512 gather_f16(const uint8_t* base, const GroupRows& rows) {
   const __m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), rows.valid, rows.offsets, base, 1);
   return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words));
 }
@@ -93,8 +80,8 @@ inline void load_q4_rows(const uint8_t* const* qs, __m512i* z) {
 struct Pairs {
   using Sum = __m512i;
   static Sum zero() { return _mm512_setzero_si512(); }
-  static Sum add(Sum acc, VecI w, VecI x) { return _mm512_dpwssd_epi32(acc, w, x); }
-  static VecI total(Sum s) { return s; }
+  static Sum add(Sum acc, __m512i w, __m512i x) { return _mm512_dpwssd_epi32(acc, w, x); }
+  static __m512i total(Sum s) { return s; }
 
   // The 16 pair vectors of one lane group from 16 rows' 16 bytes of 4-bit quants (element i in the
   // low nibble of byte i, element 16 + i in its high nibble), without widening first: the bytes are
@@ -147,8 +134,8 @@ struct Pairs {
 struct Quads {
   using Sum = __m512i;
   static Sum zero() { return _mm512_setzero_si512(); }
-  static Sum add(Sum acc, VecI w, VecI x) { return _mm512_dpbusd_epi32(acc, w, x); }
-  static VecI total(Sum s) { return s; }
+  static Sum add(Sum acc, __m512i w, __m512i x) { return _mm512_dpbusd_epi32(acc, w, x); }
+  static __m512i total(Sum s) { return s; }
 
   // The 8 quad vectors of one lane group from 16 rows' 16 bytes of 4-bit quants: the bytes are
   // transposed 4 at a time (dword u holds elements 4u..4u+3 in its low nibbles and 16+4u..19+4u in
