@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "ggml-like/core/fp16.h"
@@ -130,6 +131,16 @@ void check_row_shapes(const Api& api, std::initializer_list<Type> types) {
       check(api, Path::kRows, k, seed++);
 }
 
+// Every count of columns around the kernels' register tiles (AVX2 takes 3 columns at a time,
+// AVX-512 6, the rows path 4) and every tail of rows in a panel (vectors of 8 or 16 rows, register
+// tiles of 16 or 32, panels of 32), on both paths.
+void check_tails(const Api& api, Path path, std::initializer_list<Type> types) {
+  uint32_t seed = 2000;
+  for (Type t : types)
+    for (int64_t rows : {1, 7, 8, 12, 17, 24, 31, 45})
+      for (int64_t cols = 1; cols <= 13; ++cols) check(api, path, Case{t, rows, 64, cols}, seed++);
+}
+
 // Every runnable kernel set, by name.
 class PerKernelSet : public ::testing::TestWithParam<const ggl::CpuKernels*> {
  protected:
@@ -149,6 +160,26 @@ TEST_P(PerKernelSet, Int16RowsPathMatchesExactProductWithinActivationRounding) {
 
 TEST_P(PerKernelSet, Int8RowsPathMatchesExactProductWithinActivationRounding) {
   check_row_shapes(int8(), {Type::Q4_0, Type::Q4_1});
+}
+
+TEST_P(PerKernelSet, Int16PanelAndRowTails) {
+  check_tails(int16(), Path::kPanels, {Type::Q4_0, Type::Q4_1, Type::Q8_0});
+  check_tails(int16(), Path::kRows, {Type::Q4_0, Type::Q4_1, Type::Q8_0});
+}
+
+TEST_P(PerKernelSet, Int8PanelAndRowTails) {
+  check_tails(int8(), Path::kPanels, {Type::Q4_0, Type::Q4_1});
+  check_tails(int8(), Path::kRows, {Type::Q4_0, Type::Q4_1});
+}
+
+// The x86 sets have both integer GEMMs: a set that lost them would skip the checks above and run
+// the float path unnoticed.
+TEST_P(PerKernelSet, X86SetsHaveTheIntegerGemms) {
+  const std::string isa = GetParam()->isa;
+  if (isa != "avx512" && isa != "avx2") GTEST_SKIP() << isa << " has no integer GEMMs";
+  EXPECT_TRUE(int16().supports(Type::Q4_0, 64));
+  EXPECT_TRUE(int16().supports(Type::Q8_0, 64));
+  EXPECT_TRUE(int8().supports(Type::Q4_1, 64));
 }
 
 TEST_P(PerKernelSet, Int8TakesOnlyFourBitWeights) {

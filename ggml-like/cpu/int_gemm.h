@@ -1,6 +1,7 @@
 // Integer GEMMs for matrix multiplications with group-quantized weights. Activations are
 // quantized per 32-element block to integers with a float scale, weights are unpacked to
-// integers, and AVX-512 VNNI multiplies them:
+// integers, and integer dot steps multiply them (AVX-512 VNNI below; AVX2 has the same paths with
+// VPMADDWD and VPMADDUBSW, cpu/arch/x86/avx2/gemm_steps.h):
 //   kInt16Gemm: 16-bit activations (15 bits against the block's largest value: finer than fp16)
 //               times Q4_0 / Q4_1 / Q8_0 weights as 16-bit integers, VPDPWSSD (32 multiply-adds per
 //               instruction: twice float32 FMA), at close to float32 accuracy (gemm_int16.cpp);
@@ -9,10 +10,11 @@
 //               reference engine's own quantized matmuls, so the engine uses it only where that
 //               measured harmless (README, "CPU speed") (gemm_int8.cpp).
 // Many columns (prefill) go through panels: weights are taken 32 rows at a time and transposed so
-// that the 16 lanes of a vector hold 16 rows: one instruction adds 2 or 4 products into 16 row
-// sums, the block scales apply to whole vectors once per block, and nothing is summed
-// horizontally. A panel is unpacked once and reused by every activation column (gemm_panel.h).
-// A few columns (decode) go straight through the weight rows (gemm_rows.h).
+// that the lanes of a vector hold rows (16 on AVX-512, 8 on AVX2): a dot step adds 2 or 4
+// products into every row sum, the block scales apply to whole vectors once per block, and nothing
+// is summed horizontally. A panel is unpacked once and reused by every activation column
+// (cpu/simd/gemm_panel.h).
+// A few columns (decode) go straight through the weight rows (cpu/simd/gemm_rows.h).
 #pragma once
 #include <atomic>
 #include <cstddef>
