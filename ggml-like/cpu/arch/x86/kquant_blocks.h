@@ -149,6 +149,19 @@ void add_scaled_per16(const Unpack& unpack, const int16_t* scales, const Q8KColu
   }
 }
 
+// A type with a scale per 16 and a zero point 2^kZeroShift (Q6_K: 32, Q3_K: 4): value
+// d * scale * (q - zero point), the zero point's part scale * zero point * sum off the integers.
+template <int kZeroShift, class Unpack, int C>
+void add_with_zero_point(const Unpack& unpack, const int16_t* scales, __m256i scales16, float d, const Q8KColumn* x,
+                         int64_t b, __m256* acc) {
+  __m256i isum[C];
+  add_scaled_per16<Unpack, C>(unpack, scales, x, b, isum);
+  for (int c = 0; c < C; ++c) {
+    const __m256i zero_point = _mm256_slli_epi32(sums_times(x[c][b], scales16), kZeroShift);
+    acc[c] = finish(acc[c], d, x[c][b], _mm256_sub_epi32(isum[c], zero_point));
+  }
+}
+
 // Quants of 2 bits, element 128 h + 32 k + l in bits 2k..2k+1 of qs[32 h + l] (Q2_K, Q3_K's low bits).
 inline void unpack_2bit_half(const uint8_t* qs, int h, __m256i* q) {
   __m256i v = load32(qs + 32 * h);
@@ -172,13 +185,7 @@ struct KindQ6_K {
       for (int k = 0; k < 4; ++k, high = _mm256_srli_epi16(high, 2))
         q[k] = _mm256_or_si256(low[k], mask8(_mm256_slli_epi16(high, 4), 0x30));
     };
-    __m256i isum[C];
-    add_scaled_per16<decltype(unpack), C>(unpack, scales, x, b, isum);
-    const float d = f16(w.d);
-    for (int c = 0; c < C; ++c) {
-      const __m256i zero_point = _mm256_slli_epi32(sums_times(x[c][b], scales16), 5);  // 32 * scale * sum
-      acc[c] = finish(acc[c], d, x[c][b], _mm256_sub_epi32(isum[c], zero_point));
-    }
+    add_with_zero_point<5, decltype(unpack), C>(unpack, scales, scales16, f16(w.d), x, b, acc);
   }
 };
 
@@ -198,13 +205,7 @@ struct KindQ3_K {
       for (int k = 0; k < 4; ++k, high = _mm256_srli_epi16(high, 1))
         q[k] = _mm256_or_si256(q[k], mask8(_mm256_slli_epi16(high, 2), 0x04));
     };
-    __m256i isum[C];
-    add_scaled_per16<decltype(unpack), C>(unpack, scales, x, b, isum);
-    const float d = f16(w.d);
-    for (int c = 0; c < C; ++c) {
-      const __m256i zero_point = _mm256_slli_epi32(sums_times(x[c][b], scales16), 2);  // 4 * scale * sum
-      acc[c] = finish(acc[c], d, x[c][b], _mm256_sub_epi32(isum[c], zero_point));
-    }
+    add_with_zero_point<2, decltype(unpack), C>(unpack, scales, scales16, f16(w.d), x, b, acc);
   }
 };
 
