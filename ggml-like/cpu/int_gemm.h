@@ -38,6 +38,8 @@ struct IntGemm {
   size_t (*column_bytes)(int64_t n);
   void (*quantize_column)(const float* x, int64_t n, void* column);
   // A panel of `rows` (<= kIntGemmPanelRows) weight rows of type t, row_stride bytes apart, unpacked.
+  // A GEMM without panels (gemm_kquant.cpp) has these three null: every column count then goes
+  // through multiply_rows.
   size_t (*panel_bytes)(int64_t n);
   void (*pack_panel)(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, void* panel);
   // y[c][r] = dot(row r of the panel, column c) for r < rows, c < n_cols.

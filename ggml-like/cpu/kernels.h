@@ -33,6 +33,10 @@ struct CpuKernels {
   // The integer GEMMs (int_gemm.h); a set without them has ones that support nothing.
   const IntGemm* int16;
   const IntGemm* int8;
+  // The K-quant / IQ4 / Q5 types' 8-bit products, rows path only (gemm_kquant.cpp): Q8_K
+  // activations for the super-block types, Q8_0 activations for Q5_0 / Q5_1 / IQ4_NL.
+  const IntGemm* int8_k;
+  const IntGemm* int8_b32;
 };
 
 // The table in use.

@@ -72,6 +72,9 @@ void mha_int16(const Tensor& dst, const CpuThread& th);
 // gemm_int16.cpp, gemm_int8.cpp (int_gemm.h).
 extern const IntGemm kInt16Gemm;
 extern const IntGemm kInt8Gemm;
+// gemm_kquant.cpp (int_gemm.h; rows path only).
+extern const IntGemm kInt8KGemm;
+extern const IntGemm kInt8B32Gemm;
 
 // kernels.cpp: this set's table.
 extern const CpuKernels kKernels;

@@ -1,0 +1,178 @@
+// The integer products of the K-quant / IQ4 / Q5 weight types (int_gemm.h), on the rows path only
+// (no panels: IntGemm's panel members are null, and op_matmul.cpp sends every column count through
+// multiply_rows). Two activation formats, as the reference engine's dot products take them
+// (kquant_blocks.h):
+//   kInt8KGemm:   Q8_K columns (256-value blocks: float d, int8 q, int16 sums per 16) for
+//                 Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS;
+//   kInt8B32Gemm: Q8_0 columns (int8 q[n] | float d[n/32] | int32 qsum[n/32], parts 64-byte
+//                 aligned; qsum = the block's quant sum) for Q5_0, Q5_1, IQ4_NL.
+// The row walk mirrors gemm_rows.h's (128 KiB row blocks, up to 4 columns per pass, one row after
+// another with prefetch); the two are to become one walk.
+#include <algorithm>
+#include <cstring>
+
+#include "ggml-like/core/fp16.h"
+#include "ggml-like/cpu/arch/x86/kquant_blocks.h"
+#include "ggml-like/cpu/int_gemm.h"
+#include "ggml-like/quant/quant.h"
+
+#include "ggml-like/cpu/simd/simd_kernels.h"
+
+namespace ggl::GGL_ISA {
+namespace {
+#if GGL_KQUANT_GEMM
+
+constexpr size_t round64(size_t b) { return (b + 63) / 64 * 64; }
+
+// ---- The row walk ----
+
+inline constexpr size_t kPrefetchBytes = 2048;  // ahead along the row: covers the memory latency
+
+inline float sum_lanes(__m256 v) {
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+// out[c] = dot(row, column c) for C columns. Blocks alternate between two sets of accumulators
+// (two independent FMA chains per column).
+template <class Kind, int C>
+void row_times_columns(const uint8_t* row, int64_t blocks, const typename Kind::Column* cols, float* out) {
+  using Block = typename Kind::Block;
+  const auto* w = reinterpret_cast<const Block*>(row);
+  __m256 acc[2][C];
+  for (auto& set : acc)
+    for (auto& a : set) a = _mm256_setzero_ps();
+  int64_t b = 0;
+  for (; b + 2 <= blocks; b += 2) {
+    __builtin_prefetch(reinterpret_cast<const uint8_t*>(w + b) + kPrefetchBytes);
+    Kind::template add<C>(w[b], cols, b, acc[0]);
+    Kind::template add<C>(w[b + 1], cols, b + 1, acc[1]);
+  }
+  if (b < blocks) Kind::template add<C>(w[b], cols, b, acc[0]);
+  for (int c = 0; c < C; ++c) out[c] = sum_lanes(_mm256_add_ps(acc[0][c], acc[1][c]));
+}
+
+// IntGemm::multiply_rows for one Kind. Rows go a block of about 128 KiB at a time (it stays in L2)
+// and every group of up to 4 columns walks the block before the next: the weights come from
+// memory once however many columns there are.
+template <class Kind, class ViewOf>
+void multiply_rows_of(const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, const void* const* columns,
+                      float* const* y, int64_t n_cols, ViewOf view_of) {
+  constexpr int kMaxCols = 4;
+  constexpr size_t kRowBlockBytes = 128 * 1024;
+  const int64_t blocks = n / Kind::kValues;
+  const int64_t block_rows = std::max<int64_t>(1, static_cast<int64_t>(kRowBlockBytes / row_stride));
+  typename Kind::Column cols[kMaxCols];
+  float out[kMaxCols];
+  for (int64_t r0 = 0; r0 < rows; r0 += block_rows) {
+    const int64_t r1 = std::min(rows, r0 + block_rows);
+    for (int64_t c0 = 0; c0 < n_cols; c0 += kMaxCols) {
+      const int nc = static_cast<int>(std::min<int64_t>(kMaxCols, n_cols - c0));
+      for (int c = 0; c < nc; ++c) cols[c] = view_of(columns[c0 + c], n);
+      auto walk = [&]<int C>() {
+        for (int64_t r = r0; r < r1; ++r) {
+          row_times_columns<Kind, C>(w + r * row_stride, blocks, cols, out);
+          for (int c = 0; c < C; ++c) y[c0 + c][r] = out[c];
+        }
+      };
+      switch (nc) {
+        case 1: walk.template operator()<1>(); break;
+        case 2: walk.template operator()<2>(); break;
+        case 3: walk.template operator()<3>(); break;
+        default: walk.template operator()<4>(); break;
+      }
+    }
+  }
+}
+
+// ---- kInt8KGemm: Q8_K activations ----
+
+kquant::Q8KColumn q8k_view(const void* p, int64_t) { return static_cast<const BlockQ8_K*>(p); }
+
+bool k_supports(Type t, int64_t n) {
+  const bool typed = t == Type::Q2_K || t == Type::Q3_K || t == Type::Q4_K || t == Type::Q5_K || t == Type::Q6_K ||
+                     t == Type::IQ4_XS;
+  return int_gemm_enabled() && typed && n > 0 && n % kSuperBlock == 0;
+}
+
+size_t k_column_bytes(int64_t n) { return round64(n / kSuperBlock * sizeof(BlockQ8_K)); }
+
+void k_quantize_column(const float* x, int64_t n, void* column) {
+  quant::quantize_q8_k(x, static_cast<BlockQ8_K*>(column), n);
+}
+
+void k_multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, const void* const* columns,
+                     float* const* y, int64_t n_cols) {
+  auto run = [&]<class Kind>() { multiply_rows_of<Kind>(w, row_stride, rows, n, columns, y, n_cols, q8k_view); };
+  switch (t) {
+    case Type::Q2_K: return run.template operator()<kquant::KindQ2_K>();
+    case Type::Q3_K: return run.template operator()<kquant::KindQ3_K>();
+    case Type::Q4_K: return run.template operator()<kquant::KindQ4_K>();
+    case Type::Q5_K: return run.template operator()<kquant::KindQ5_K>();
+    case Type::Q6_K: return run.template operator()<kquant::KindQ6_K>();
+    case Type::IQ4_XS: return run.template operator()<kquant::KindIQ4_XS>();
+    default: return;  // supports() said no: never called
+  }
+}
+
+// ---- kInt8B32Gemm: Q8_0 activations ----
+
+size_t b32_scales_bytes(int64_t n) { return round64(n / kQuantBlock * sizeof(float)); }
+
+size_t b32_column_bytes(int64_t n) { return round64(n) + 2 * b32_scales_bytes(n); }
+
+kquant::Q8Column b32_view(const void* p, int64_t n) {
+  const auto* base = static_cast<const uint8_t*>(p);
+  const size_t q = round64(n), s = b32_scales_bytes(n);
+  return {reinterpret_cast<const int8_t*>(base), reinterpret_cast<const float*>(base + q),
+          reinterpret_cast<const int32_t*>(base + q + s)};
+}
+
+bool b32_supports(Type t, int64_t n) {
+  return int_gemm_enabled() && (t == Type::Q5_0 || t == Type::Q5_1 || t == Type::IQ4_NL) && n > 0 &&
+         n % kQuantBlock == 0;
+}
+
+// Q8_0's quants and steps (the reference quantizer, fp16 steps included), with the quant sums.
+void b32_quantize_column(const float* x, int64_t n, void* column) {
+  auto* base = static_cast<uint8_t*>(column);
+  const size_t qb = round64(n), s = b32_scales_bytes(n);
+  auto* q = reinterpret_cast<int8_t*>(base);
+  auto* d = reinterpret_cast<float*>(base + qb);
+  auto* qsum = reinterpret_cast<int32_t*>(base + qb + s);
+  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+    BlockQ8_0 block;
+    quant::quantize_q8_0(x + b * kQuantBlock, &block, kQuantBlock);
+    std::memcpy(q + b * kQuantBlock, block.qs, kQuantBlock);
+    qsum[b] = 0;
+    for (int8_t v : block.qs) qsum[b] += v;
+    d[b] = fp16_to_f32(block.d);
+  }
+}
+
+void b32_multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, const void* const* columns,
+                       float* const* y, int64_t n_cols) {
+  auto run = [&]<class Kind>() { multiply_rows_of<Kind>(w, row_stride, rows, n, columns, y, n_cols, b32_view); };
+  switch (t) {
+    case Type::Q5_0: return run.template operator()<kquant::KindQ5_0>();
+    case Type::Q5_1: return run.template operator()<kquant::KindQ5_1>();
+    case Type::IQ4_NL: return run.template operator()<kquant::KindIQ4_NL>();
+    default: return;  // supports() said no: never called
+  }
+}
+
+#endif
+}  // namespace
+
+#if GGL_KQUANT_GEMM
+const IntGemm kInt8KGemm{"int8-k",           127,     k_supports, k_column_bytes, k_quantize_column, nullptr, nullptr,
+                         nullptr, k_multiply_rows};
+const IntGemm kInt8B32Gemm{"int8-b32", 127,     b32_supports, b32_column_bytes, b32_quantize_column,
+                           nullptr,    nullptr, nullptr,      b32_multiply_rows};
+#else  // no AVX2
+const IntGemm kInt8KGemm = unavailable_int_gemm("int8-k", 127);
+const IntGemm kInt8B32Gemm = unavailable_int_gemm("int8-b32", 127);
+#endif
+
+}  // namespace ggl::GGL_ISA
