@@ -6,14 +6,14 @@
 //                 Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS;
 //   kInt8B32Gemm: Q8_0 columns (int8 q[n] | float d[n/32] | int32 qsum[n/32], parts 64-byte
 //                 aligned; qsum = the block's quant sum) for Q5_0, Q5_1, IQ4_NL.
-// The row walk mirrors gemm_rows.h's (128 KiB row blocks, up to 4 columns per pass, one row after
-// another with prefetch); the two are to become one walk.
+// The rows are walked as gemm_rows.h's are (row_walk.h).
 #include <algorithm>
 #include <cstring>
 
 #include "ggml-like/core/fp16.h"
 #include "ggml-like/cpu/arch/x86/kquant_blocks.h"
 #include "ggml-like/cpu/int_gemm.h"
+#include "ggml-like/cpu/simd/row_walk.h"
 #include "ggml-like/quant/quant.h"
 
 #include "ggml-like/cpu/simd/simd_kernels.h"
@@ -24,7 +24,7 @@ namespace {
 
 constexpr size_t round64(size_t b) { return (b + 63) / 64 * 64; }
 
-// ---- The row walk ----
+// ---- A row times C columns ----
 
 inline constexpr size_t kPrefetchBytes = 2048;  // ahead along the row: covers the memory latency
 
@@ -53,37 +53,16 @@ void row_times_columns(const uint8_t* row, int64_t blocks, const typename Kind::
   for (int c = 0; c < C; ++c) out[c] = sum_lanes(_mm256_add_ps(acc[0][c], acc[1][c]));
 }
 
-// IntGemm::multiply_rows for one Kind. Rows go a block of about 128 KiB at a time (it stays in L2)
-// and every group of up to 4 columns walks the block before the next: the weights come from
-// memory once however many columns there are.
+// IntGemm::multiply_rows for one Kind (the walk: row_walk.h).
 template <class Kind, class ViewOf>
 void multiply_rows_of(const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, const void* const* columns,
                       float* const* y, int64_t n_cols, ViewOf view_of) {
-  constexpr int kMaxCols = 4;
-  constexpr size_t kRowBlockBytes = 128 * 1024;
   const int64_t blocks = n / Kind::kValues;
-  const int64_t block_rows = std::max<int64_t>(1, static_cast<int64_t>(kRowBlockBytes / row_stride));
-  typename Kind::Column cols[kMaxCols];
-  float out[kMaxCols];
-  for (int64_t r0 = 0; r0 < rows; r0 += block_rows) {
-    const int64_t r1 = std::min(rows, r0 + block_rows);
-    for (int64_t c0 = 0; c0 < n_cols; c0 += kMaxCols) {
-      const int nc = static_cast<int>(std::min<int64_t>(kMaxCols, n_cols - c0));
-      for (int c = 0; c < nc; ++c) cols[c] = view_of(columns[c0 + c], n);
-      auto walk = [&]<int C>() {
-        for (int64_t r = r0; r < r1; ++r) {
-          row_times_columns<Kind, C>(w + r * row_stride, blocks, cols, out);
-          for (int c = 0; c < C; ++c) y[c0 + c][r] = out[c];
-        }
-      };
-      switch (nc) {
-        case 1: walk.template operator()<1>(); break;
-        case 2: walk.template operator()<2>(); break;
-        case 3: walk.template operator()<3>(); break;
-        default: walk.template operator()<4>(); break;
-      }
-    }
-  }
+  using Column = typename Kind::Column;
+  row_walk::walk<Column>(w, row_stride, rows, columns, y, n_cols, [&](const void* p) { return view_of(p, n); },
+                         [&]<int C>(const uint8_t* row, const Column* cols, float* out) {
+                           row_times_columns<Kind, C>(row, blocks, cols, out);
+                         });
 }
 
 // ---- kInt8KGemm: Q8_K activations ----

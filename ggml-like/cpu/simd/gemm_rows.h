@@ -16,6 +16,7 @@
 
 #include "ggml-like/core/types.h"
 #include "ggml-like/quant/quant.h"
+#include "ggml-like/cpu/simd/row_walk.h"
 
 namespace ggl::GGL_ISA::gemm_rows {
 
@@ -85,46 +86,26 @@ void row_times_columns(const uint8_t* row, int64_t blocks, size_t block_bytes, c
   for (int c = 0; c < C; ++c) out[c] = sum_lanes(radd(acc[0][c], acc[1][c]));
 }
 
-// IntGemm::multiply_rows for a Format. Rows go a block of about 128 KiB at a time (it stays in L2)
-// and every group of up to 4 columns walks the block before the next: the weights come from memory
-// once however many columns there are.
+// IntGemm::multiply_rows for a Format (the walk: row_walk.h).
 template <class Format>
 void multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, const void* const* columns,
                    float* const* y, int64_t n_cols) {
-  constexpr int kMaxCols = 4;
-  constexpr size_t kRowBlockBytes = 128 * 1024;
   const int64_t blocks = n / kQuantBlock;
   const size_t block_bytes = traits(t).block_bytes;
-  const int64_t block_rows = std::max<int64_t>(1, static_cast<int64_t>(kRowBlockBytes / row_stride));
-  typename Format::Column cols[kMaxCols];
-  float out[kMaxCols];
-  for (int64_t r0 = 0; r0 < rows; r0 += block_rows) {
-    const int64_t r1 = std::min(rows, r0 + block_rows);
-    for (int64_t c0 = 0; c0 < n_cols; c0 += kMaxCols) {
-      const int nc = static_cast<int>(std::min<int64_t>(kMaxCols, n_cols - c0));
-      for (int c = 0; c < nc; ++c) cols[c] = Format::view(columns[c0 + c], n);
-      auto walk = [&]<Type kType, int C>() {
-        for (int64_t r = r0; r < r1; ++r) {
-          row_times_columns<Format, kType, C>(w + r * row_stride, blocks, block_bytes, cols, out);
-          for (int c = 0; c < C; ++c) y[c0 + c][r] = out[c];
-        }
-      };
-      auto by_count = [&]<Type kType>() {
-        switch (nc) {
-          case 1: return walk.template operator()<kType, 1>();
-          case 2: return walk.template operator()<kType, 2>();
-          case 3: return walk.template operator()<kType, 3>();
-          default: return walk.template operator()<kType, 4>();
-        }
-      };
-      if (t == Type::Q4_1) {
-        by_count.template operator()<Type::Q4_1>();
-      } else if (t == Type::Q8_0) {
-        if constexpr (Format::kTakesQ8_0) by_count.template operator()<Type::Q8_0>();
-      } else {
-        by_count.template operator()<Type::Q4_0>();
-      }
-    }
+  using Column = typename Format::Column;
+  auto view = [n](const void* p) { return Format::view(p, n); };
+  auto walk = [&]<Type kType>() {
+    row_walk::walk<Column>(w, row_stride, rows, columns, y, n_cols, view,
+                           [&]<int C>(const uint8_t* row, const Column* cols, float* out) {
+                             row_times_columns<Format, kType, C>(row, blocks, block_bytes, cols, out);
+                           });
+  };
+  if (t == Type::Q4_1) {
+    walk.template operator()<Type::Q4_1>();
+  } else if (t == Type::Q8_0) {
+    if constexpr (Format::kTakesQ8_0) walk.template operator()<Type::Q8_0>();
+  } else {
+    walk.template operator()<Type::Q4_0>();
   }
 }
 
