@@ -16,6 +16,7 @@
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/cpu/kernels.h"
 #include "ggml-like/quant/quant.h"
+#include "random_floats.h"
 
 namespace {
 
@@ -53,15 +54,7 @@ void check(const Api& ig, Path path, const Case& k, uint32_t seed) {
     ggl::dequantize_row(k.type, w.data() + r * stride, wf.data() + r * k.n, k.n);
   }
   // Activations with an outlier, a block of zeros and a tiny block, as real hidden states have.
-  std::vector<float> x(k.cols * k.n);
-  for (float& v : x) v = normal(rng);
-  for (int64_t c = 0; c < k.cols; ++c) {
-    x[c * k.n + (c * 7) % k.n] = 300.0f;
-    if (k.n >= 96) {
-      std::fill(x.begin() + c * k.n + 32, x.begin() + c * k.n + 64, 0.0f);
-      for (int64_t i = 64; i < 96; ++i) x[c * k.n + i] *= 1e-6f;
-    }
-  }
+  const std::vector<float> x = latte::testing::hidden_state_like(rng, normal, k.cols, k.n, 7);
 
   const size_t cb = ig.column_bytes(k.n);
   Aligned<uint8_t> columns(cb * k.cols), panel(ig.panel_bytes(k.n));

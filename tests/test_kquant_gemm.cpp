@@ -19,6 +19,7 @@
 #include "ggml-like/quant/kquants.h"
 #include "ggml-like/quant/legacy.h"
 #include "ggml-like/quant/quant.h"
+#include "random_floats.h"
 #include "kernel_sets.h"
 
 namespace {
@@ -70,15 +71,7 @@ void check(const ggl::IntGemm& gemm, const Case& k, uint32_t seed) {
     ggl::dequantize_row(k.type, w.data() + r * stride, wf.data() + r * k.n, k.n);
   }
   // Activations with an outlier, a block of zeros and a tiny block, as real hidden states have.
-  std::vector<float> x(k.cols * k.n);
-  for (float& v : x) v = normal(rng);
-  for (int64_t c = 0; c < k.cols; ++c) {
-    x[c * k.n + (c * 37) % k.n] = 300.0f;
-    if (k.n >= 96) {
-      std::fill(x.begin() + c * k.n + 32, x.begin() + c * k.n + 64, 0.0f);
-      for (int64_t i = 64; i < 96; ++i) x[c * k.n + i] *= 1e-6f;
-    }
-  }
+  const std::vector<float> x = latte::testing::hidden_state_like(rng, normal, k.cols, k.n, 37);
 
   const size_t cb = gemm.column_bytes(k.n);
   ASSERT_EQ(cb % 64, 0u);
