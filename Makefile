@@ -11,7 +11,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 PREFIX ?= /usr/local
 
-.PHONY: all deps configure latte test demo bench install uninstall clean
+.PHONY: all deps configure latte test test-aarch64 demo bench install uninstall clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -53,5 +53,18 @@ bench: latte
 test: all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# The aarch64 cross build (cmake/aarch64-linux-gnu.cmake) in $(BUILD_AARCH64), and its tests under
+# qemu-aarch64; AARCH64_TESTS are ctest's arguments choosing them (by default the CI subset: all
+# but the fixture forward tests in naive MLA mode and the 27-layer fixture in absorb mode, the
+# slowest under emulation; README "ARM"). AARCH64_TESTS= runs every test.
+BUILD_AARCH64 ?= build-aarch64
+AARCH64_TESTS ?= -E 'ForwardFixture.*(_naive_|ds2_lite_27l_.*_absorb_)'
+test-aarch64:
+	@scripts/install-deps.sh --aarch64
+	@test -f $(BUILD_AARCH64)/CMakeCache.txt || \
+	  cmake -S . -B $(BUILD_AARCH64) -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake $(CMAKE_FLAGS)
+	cmake --build $(BUILD_AARCH64) -j $(JOBS)
+	cd $(BUILD_AARCH64) && ctest --output-on-failure -j $(JOBS) $(AARCH64_TESTS)
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(BUILD_AARCH64)

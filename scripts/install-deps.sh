@@ -1,13 +1,29 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages latte builds against, but only when something is missing,
 # so `make` on a prepared machine stays quiet and offline.
+# With --aarch64, also what the aarch64 cross build (cmake/aarch64-linux-gnu.cmake) needs: the
+# cross compiler, and the arm64 libraries as multiarch packages (dpkg --add-architecture arm64),
+# which qemu-aarch64 (qemu-user) runs the tests with.
 set -euo pipefail
 packages=(cmake g++ make pkg-config qemu-user libomp-dev libopenblas-dev libxsimd-dev xtl-dev nlohmann-json3-dev
           libcli11-dev libfmt-dev libpcre2-dev libedit-dev libgtest-dev libgmock-dev libbenchmark-dev)
+aarch64=0
+cuda=0
+case "${1:-}" in
+  "") ;;
+  --aarch64)
+    aarch64=1
+    # Header-only arch:all packages (xtl, nlohmann-json, CLI11) serve both architectures.
+    packages+=(g++-aarch64-linux-gnu libc6:arm64 libstdc++6:arm64 libgomp1:arm64 libopenblas-dev:arm64
+               libxsimd-dev:arm64 libfmt-dev:arm64 libpcre2-dev:arm64 libedit-dev:arm64 libgtest-dev:arm64
+               libgmock-dev:arm64) ;;
+  --cuda) cuda=1 ;;
+  *) echo "install-deps.sh: unknown option '$1' (the options are --aarch64 and --cuda)" >&2; exit 2 ;;
+esac
 # ---- --cuda (issue 14): a CUDA toolkit for -DLATTE_CUDA=ON, only where none is installed ----
 # Debian's nvidia-cuda-toolkit (11.8, in the non-free component, which this enables) and
 # clang-14: that nvcc rejects Debian 12's GCC 12, so CMake needs -DCMAKE_CUDA_HOST_COMPILER=clang++-14.
-if [ "${1:-}" = "--cuda" ] && ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+if [ "$cuda" = 1 ] && ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   sudo_cuda=""
   [ "$(id -u)" -ne 0 ] && sudo_cuda="sudo"
   if ! grep -rqs "non-free" /etc/apt/sources.list /etc/apt/sources.list.d/; then
@@ -28,5 +44,8 @@ echo "installing missing packages: ${missing[*]}" >&2
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
+if [ $aarch64 -eq 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  $sudo dpkg --add-architecture arm64
+fi
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -2,11 +2,13 @@
 // override, and, where qemu-x86_64 is installed, the binary run on an emulated CPU without AVX-512
 // (qemu's TCG has AVX2, FMA, F16C and BMI2, no AVX-512): it must pick the avx2 set and execute no
 // AVX-512 instruction anywhere (one would stop it with SIGILL), giving the text the avx2 set gives
-// natively.
+// natively. On aarch64 (natively, or in the cross build where every test already runs under
+// qemu-aarch64) the same on emulated ARM cores with and without the dot product instructions.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "ggml-like/cpu/kernels.h"
 #include "tests/test_support.h"
@@ -58,6 +60,35 @@ TEST(CpuDispatch, AvxTwoMachineUnderQemuTakesTheAvx2SetAndNoAvx512) {
   ASSERT_EQ(native.exit_code, 0) << native.out;
   EXPECT_GT(emulated.out.size(), 40u) << emulated.out;
   EXPECT_EQ(emulated.out, native.out);
+}
+
+// The emulated cores: cortex-a53 (ARMv8.0-A, Advanced SIMD only) must take the neon set and refuse
+// neon_dotprod; cortex-a76 and max (ARMv8.2-A and later, with dotprod) take neon_dotprod. The
+// binary run on the core without dotprod executes no dotprod instruction anywhere (qemu would stop
+// it with SIGILL) and writes what the neon set writes on the core with it.
+TEST(CpuDispatch, ArmCoresUnderQemuTakeTheSetTheyRun) {
+  if (!has_set("neon")) GTEST_SKIP() << "this build has no neon kernel set (LATTE_NATIVE, or not aarch64)";
+  const std::string emulator = std::string_view(LATTE_EMULATOR).empty() ? "qemu-aarch64" : LATTE_EMULATOR;
+  if (run_command("command -v qemu-aarch64").exit_code != 0) GTEST_SKIP() << "qemu-aarch64 is not installed (Debian qemu-user)";
+  const std::string latte = LATTE_TARGET_BINARY;
+  const auto on = [&](const char* cpu) { return emulator + " -cpu " + cpu + " " + latte; };
+  for (const auto& [cpu, isa] : {std::pair{"cortex-a53", "neon"}, {"cortex-a76", "neon_dotprod"}, {"max", "neon_dotprod"}}) {
+    const auto info = run_command(on(cpu) + " info --system");
+    ASSERT_EQ(info.exit_code, 0) << cpu << ": " << info.out;
+    EXPECT_NE(info.out.find(std::string("kernels:       ") + isa + " kernels"), std::string::npos) << cpu << ": " << info.out;
+  }
+  const auto refused = run_command("LATTE_CPU=neon_dotprod " + on("cortex-a53") + " info --system");
+  EXPECT_EQ(refused.exit_code, 1) << refused.out;
+  EXPECT_NE(refused.out.find("LATTE_CPU=neon_dotprod: not a kernel set this build has and this CPU runs (it runs: neon)"),
+            std::string::npos) << refused.out;
+
+  const std::string run = " run -n 24 --temp 0 -t 2 -p 'Once upon a time'";
+  const auto without_dotprod = run_command(on("cortex-a53") + run, false);
+  const auto with_dotprod = run_command("LATTE_CPU=neon " + on("max") + run, false);
+  ASSERT_EQ(without_dotprod.exit_code, 0) << without_dotprod.out;
+  ASSERT_EQ(with_dotprod.exit_code, 0) << with_dotprod.out;
+  EXPECT_GT(without_dotprod.out.size(), 40u) << without_dotprod.out;
+  EXPECT_EQ(without_dotprod.out, with_dotprod.out);
 }
 
 }  // namespace

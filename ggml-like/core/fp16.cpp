@@ -2,6 +2,7 @@
 
 #include <bit>
 
+#include "ggml-like/cpu/arch/arm/arm_intrinsics.h"
 #include "ggml-like/cpu/arch/x86/x86_intrinsics.h"
 
 namespace ggl {
@@ -74,6 +75,8 @@ void fp16_to_f32_row(const uint16_t* src, float* dst, int64_t n) {
 #elif defined(__F16C__)
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+#elif defined(__ARM_NEON)
+  for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(src + i))));
 #endif
   for (; i < n; ++i) dst[i] = fp16_to_f32(src[i]);
 }
@@ -88,6 +91,9 @@ void f32_to_fp16_row(const float* src, uint16_t* dst, int64_t n) {
   for (; i + 8 <= n; i += 8)
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
                      _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#elif defined(__ARM_NEON)
+  // FCVTN rounds by FPCR, which Linux leaves at round to nearest even.
+  for (; i + 4 <= n; i += 4) vst1_u16(dst + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(src + i))));
 #endif
   for (; i < n; ++i) dst[i] = f32_to_fp16(src[i]);
 }

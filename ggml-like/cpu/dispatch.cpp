@@ -13,6 +13,11 @@
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/cpu/kernels.h"
 
+#if defined(__aarch64__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
 // The sets this build has (CMake defines GGL_HAVE_ISA_<set> for each).
 #define GGL_DECLARE_ISA(isa) \
   namespace ggl::isa {       \
@@ -30,6 +35,12 @@ GGL_DECLARE_ISA(avx2)
 #if defined(GGL_HAVE_ISA_generic)
 GGL_DECLARE_ISA(generic)
 #endif
+#if defined(GGL_HAVE_ISA_neon_dotprod)
+GGL_DECLARE_ISA(neon_dotprod)
+#endif
+#if defined(GGL_HAVE_ISA_neon)
+GGL_DECLARE_ISA(neon)
+#endif
 
 namespace ggl {
 namespace {
@@ -45,6 +56,13 @@ bool cpu_has(const char* feature) {
   if (std::string_view(feature) == "avx2")
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
            __builtin_cpu_supports("bmi2");
+  return false;
+}
+#elif defined(__aarch64__)
+// Linux reports the CPU's optional features in the auxiliary vector (what the kernel enabled, so
+// also what an emulator offers). Advanced SIMD itself is part of every ARMv8-A core.
+bool cpu_has(const char* feature) {
+  if (std::string_view(feature) == "dotprod") return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
   return false;
 }
 #else
@@ -70,6 +88,12 @@ std::vector<Candidate> candidates() {
 #endif
 #if defined(GGL_HAVE_ISA_generic)
   all.push_back({&generic::kKernels, true});
+#endif
+#if defined(GGL_HAVE_ISA_neon_dotprod)
+  all.push_back({&neon_dotprod::kKernels, cpu_has("dotprod")});
+#endif
+#if defined(GGL_HAVE_ISA_neon)
+  all.push_back({&neon::kKernels, true});
 #endif
   return all;
 }

@@ -1,8 +1,9 @@
 // The CPU kernels of one instruction set as a table, and the choice of the table a process uses.
 // The kernels are written once (cpu/simd/) and compiled once per instruction set the build targets
-// (x86: avx512 = AVX-512 F/BW/VL/DQ/VNNI, avx2 = AVX2/FMA/F16C, generic = the baseline; or native =
+// (x86: avx512 = AVX-512 F/BW/VL/DQ/VNNI, avx2 = AVX2/FMA/F16C, generic = the baseline; aarch64:
+// neon_dotprod = ARMv8.2-A with the dot product instructions, neon = ARMv8-A; or native =
 // the build machine only, with LATTE_NATIVE). At start-up the best set this CPU runs is chosen
-// from CPUID; the environment variable LATTE_CPU=<set> picks another one that the CPU can run.
+// from CPUID (x86) or the auxiliary vector (aarch64); the environment variable LATTE_CPU=<set> picks another one that the CPU can run.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -15,6 +15,7 @@
 #include "ggml-like/core/fp16.h"
 #include "ggml-like/quant/quant.h"
 
+#include "ggml-like/cpu/arch/arm/arm_intrinsics.h"
 #include "ggml-like/cpu/arch/x86/x86_intrinsics.h"
 
 #include "ggml-like/cpu/simd/simd_kernels.h"
@@ -65,6 +66,31 @@ inline Floats lookup16(const Table16& table, Ints index) {
   const __m256 from_high = _mm256_permutevar8x32_ps(table.high, index);
   return Floats(_mm256_blendv_ps(from_low, from_high, _mm256_castsi256_ps(_mm256_slli_epi32(index, 28))));
 }
+#elif defined(__ARM_NEON)
+static_assert(kLanes == 4);
+// Four bytes in the low lanes of a vector, through memcpy: they may be the last bytes of a buffer.
+inline uint8x8_t load4(const void* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return vreinterpret_u8_u32(vdup_n_u32(v));
+}
+inline Ints widen_u8(const uint8_t* p) {
+  return Ints(vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(vmovl_u8(load4(p))))));
+}
+inline Ints widen_s8(const int8_t* p) { return Ints(vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u8(load4(p)))))); }
+inline Ints widen_u16(const uint16_t* p) { return Ints(vreinterpretq_s32_u32(vmovl_u16(vld1_u16(p)))); }
+inline Floats widen_f16(const uint16_t* p) { return Floats(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)))); }
+inline Floats broadcast_f16(uint16_t h) { return Floats(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h)))); }
+// A 16-entry table is 64 bytes, four registers, which TBL looks up byte by byte: lane i takes the
+// bytes 4 (index & 15) .. + 3.
+struct Table16 {
+  uint8x16x4_t bytes;
+};
+inline Floats lookup16(const Table16& table, Ints index) {
+  const uint32x4_t first = vshlq_n_u32(vandq_u32(vreinterpretq_u32_s32(index), vdupq_n_u32(15)), 2);
+  const uint32x4_t bytes = vmlaq_n_u32(vdupq_n_u32(0x03020100u), first, 0x01010101u);
+  return Floats(vreinterpretq_f32_u8(vqtbl4q_u8(table.bytes, vreinterpretq_u8_u32(bytes))));
+}
 #else
 // Any other instruction set: through small aligned buffers.
 template <typename Batch, typename Narrow>
@@ -104,6 +130,11 @@ inline auto table16(const float* entries, Level level) {
   return level(Floats::load_unaligned(entries));
 #elif defined(__AVX2__) && defined(__F16C__)
   return Table16{level(Floats::load_unaligned(entries)), level(Floats::load_unaligned(entries + 8))};
+#elif defined(__ARM_NEON)
+  Table16 t;
+  for (int q = 0; q < 4; ++q)
+    t.bytes.val[q] = vreinterpretq_u8_f32(static_cast<float32x4_t>(level(Floats::load_unaligned(entries + 4 * q))));
+  return t;
 #else
   Table16 t;
   for (int q = 0; q < 16; ++q) t.entries[q] = level(Floats(entries[q])).get(0);
