@@ -27,6 +27,10 @@ namespace ggl {
 // Rows per panel.
 inline constexpr int64_t kIntGemmPanelRows = 32;
 
+// Sizes of the parts of a quantized column, rounded up to whole 64-byte lines (column_bytes is a
+// multiple of 64, and each part starts on a line).
+inline constexpr size_t round64(size_t b) { return (b + 63) / 64 * 64; }
+
 struct IntGemm {
   const char* name;
   int levels;  // activation quantization levels each side of zero

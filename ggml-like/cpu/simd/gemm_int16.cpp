@@ -25,7 +25,6 @@ namespace {
 constexpr int64_t kBlock = kQuantBlock;  // 32 weights, 16 pairs
 constexpr int64_t kPairs = kBlock / 2;
 
-constexpr size_t round64(size_t b) { return (b + 63) / 64 * 64; }
 size_t scales_bytes(int64_t n) { return round64(n / kBlock * sizeof(float)); }
 
 size_t column_bytes(int64_t n) { return round64(n * sizeof(int16_t)) + 4 * scales_bytes(n) + 2 * round64(n); }

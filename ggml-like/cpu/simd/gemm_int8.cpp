@@ -25,7 +25,6 @@ namespace {
 constexpr int64_t kBlock = kQuantBlock;
 constexpr int64_t kQuadsPerBlock = kBlock / 4;  // 4 weights per 32-bit lane
 
-constexpr size_t round64(size_t b) { return (b + 63) / 64 * 64; }
 size_t scales_bytes(int64_t n) { return round64(n / kBlock * sizeof(float)); }
 
 size_t column_bytes(int64_t n) { return round64(n) + 4 * scales_bytes(n); }

@@ -12,6 +12,9 @@
 
 #include "ggml-like/core/fp16.h"
 #include "ggml-like/cpu/arch/x86/kquant_blocks.h"
+#if GGL_KQUANT_GEMM
+#include "ggml-like/cpu/arch/x86/gemm_rows_x86.h"
+#endif
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/cpu/simd/row_walk.h"
 #include "ggml-like/quant/quant.h"
@@ -22,17 +25,9 @@ namespace ggl::GGL_ISA {
 namespace {
 #if GGL_KQUANT_GEMM
 
-constexpr size_t round64(size_t b) { return (b + 63) / 64 * 64; }
-
 // ---- A row times C columns ----
 
-inline constexpr size_t kPrefetchBytes = 2048;  // ahead along the row: covers the memory latency
-
-inline float sum_lanes(__m256 v) {
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
-}
+using gemm_rows_x86::sum_lanes;
 
 // out[c] = dot(row, column c) for C columns. Blocks alternate between two sets of accumulators
 // (two independent FMA chains per column).
@@ -45,7 +40,7 @@ void row_times_columns(const uint8_t* row, int64_t blocks, const typename Kind::
     for (auto& a : set) a = _mm256_setzero_ps();
   int64_t b = 0;
   for (; b + 2 <= blocks; b += 2) {
-    __builtin_prefetch(reinterpret_cast<const uint8_t*>(w + b) + kPrefetchBytes);
+    __builtin_prefetch(reinterpret_cast<const uint8_t*>(w + b) + row_walk::kPrefetchBytes);
     Kind::template add<C>(w[b], cols, b, acc[0]);
     Kind::template add<C>(w[b + 1], cols, b + 1, acc[1]);
   }

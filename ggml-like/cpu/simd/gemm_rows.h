@@ -34,9 +34,6 @@ struct BlockScales {
   const float* signed_offset;
 };
 
-// Prefetch distance along the row walk: far enough to cover the memory latency.
-inline constexpr size_t kPrefetchBytes = 2048;
-
 // out[c] = dot(row, column c) for C columns, the row of type kType (Q4_0, Q4_1 or Q8_0). Blocks
 // alternate between two sets of accumulators (two independent FMA chains per column).
 template <class Format, Type kType, int C>
@@ -50,7 +47,7 @@ void row_times_columns(const uint8_t* row, int64_t blocks, size_t block_bytes, c
     for (auto& a : set) a = rzero();
   auto block = [&](int64_t b, RowF* into) {
     const uint8_t* blk = row + b * block_bytes;
-    __builtin_prefetch(blk + kPrefetchBytes);
+    __builtin_prefetch(blk + row_walk::kPrefetchBytes);
     const RowF d = broadcast_f16(blk);
     typename Steps::Weights w;
     if constexpr (kType == Type::Q8_0)

@@ -13,6 +13,8 @@ namespace ggl::GGL_ISA::row_walk {
 
 inline constexpr int kMaxCols = 4;
 inline constexpr size_t kRowBlockBytes = 128 * 1024;
+// How far ahead of the block being multiplied a row's walk prefetches: covers the memory latency.
+inline constexpr size_t kPrefetchBytes = 2048;
 
 // y[c][r] for r < rows, c < n_cols: view(columns[c]) makes a Column, and
 // row_times.template operator()<C>(row, cols, out) writes out[c] = dot(row, cols[c]) for C columns.
