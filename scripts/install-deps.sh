@@ -20,19 +20,19 @@ case "${1:-}" in
   --cuda) cuda=1 ;;
   *) echo "install-deps.sh: unknown option '$1' (the options are --aarch64 and --cuda)" >&2; exit 2 ;;
 esac
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
 # ---- --cuda (issue 14): a CUDA toolkit for -DLATTE_CUDA=ON, only where none is installed ----
 # Debian's nvidia-cuda-toolkit (11.8, in the non-free component, which this enables) and
 # clang-14: that nvcc rejects Debian 12's GCC 12, so CMake needs -DCMAKE_CUDA_HOST_COMPILER=clang++-14.
 if [ "$cuda" = 1 ] && ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
-  sudo_cuda=""
-  [ "$(id -u)" -ne 0 ] && sudo_cuda="sudo"
   if ! grep -rqs "non-free" /etc/apt/sources.list /etc/apt/sources.list.d/; then
     printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' |
-      $sudo_cuda tee /etc/apt/sources.list.d/latte-non-free.sources >/dev/null
+      $sudo tee /etc/apt/sources.list.d/latte-non-free.sources >/dev/null
   fi
   echo "installing nvidia-cuda-toolkit and clang-14 for the CUDA backend" >&2
-  $sudo_cuda apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cuda apt-get install -y -qq --no-install-recommends nvidia-cuda-toolkit clang-14 >/dev/null
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nvidia-cuda-toolkit clang-14 >/dev/null
 fi
 # ---- end --cuda ----
 missing=()
@@ -41,8 +41,6 @@ for p in "${packages[@]}"; do
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "installing missing packages: ${missing[*]}" >&2
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
 if [ $aarch64 -eq 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
   $sudo dpkg --add-architecture arm64
