@@ -11,4 +11,7 @@
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define GGL_INT_GEMM 1
 #include "ggml-like/cpu/arch/x86/avx2/gemm_steps.h"
+#elif defined(__ARM_NEON) && defined(__aarch64__)  // both ARM sets; SDOT where __ARM_FEATURE_DOTPROD
+#define GGL_INT_GEMM 1
+#include "ggml-like/cpu/arch/arm/neon/gemm_steps.h"
 #endif
