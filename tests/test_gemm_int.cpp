@@ -165,11 +165,12 @@ TEST_P(PerKernelSet, Int8PanelAndRowTails) {
   check_tails(int8(), Path::kRows, {Type::Q4_0, Type::Q4_1});
 }
 
-// The x86 sets have both integer GEMMs: a set that lost them would skip the checks above and run
-// the float path unnoticed.
-TEST_P(PerKernelSet, X86SetsHaveTheIntegerGemms) {
+// The x86 and ARM sets have both integer GEMMs: a set that lost them would skip the checks above
+// and run the float path unnoticed.
+TEST_P(PerKernelSet, SimdSetsHaveTheIntegerGemms) {
   const std::string isa = GetParam()->isa;
-  if (isa != "avx512" && isa != "avx2") GTEST_SKIP() << isa << " has no integer GEMMs";
+  if (isa != "avx512" && isa != "avx2" && isa != "neon_dotprod" && isa != "neon")
+    GTEST_SKIP() << isa << " has no integer GEMMs";
   EXPECT_TRUE(int16().supports(Type::Q4_0, 64));
   EXPECT_TRUE(int16().supports(Type::Q8_0, 64));
   EXPECT_TRUE(int8().supports(Type::Q4_1, 64));
