@@ -6,7 +6,9 @@
 // sums + 16 integer sums + 2 weight vectors + the broadcast activation word = 27 of the 32
 // registers. The dot steps:
 //   16-bit pairs: SMLAL / SMLAL2 (vmlal_s16, vmlal_high_s16), 4 products each, into two int32
-//                 accumulators whose pairwise sum (ADDP) is each row's pair sum, once per block;
+//                 accumulators whose pairwise sum (ADDP) is each row's pair sum, once per block
+//                 (as many products per instruction as float32 FMLA: what it gains over the float
+//                 path on ARM hardware is unmeasured);
 //   byte quads:   SDOT (vdotq_s32), 16 products, on neon_dotprod; on neon, SMLAL / SMLAL2 on bytes
 //                 (vmlal_s8, vmlal_high_s8), 8 products each, into int16 sums (8 steps of at most
 //                 15 * 127: 15240, no overflow) added up once per block. That is 8 products per
