@@ -45,7 +45,8 @@ void row_times_columns(const uint8_t* row, int64_t blocks, size_t block_bytes, c
   RowF acc[2][C];
   for (auto& set : acc)
     for (auto& a : set) a = rzero();
-  auto block = [&](int64_t b, RowF* into) {
+  // Inlined by force: GCC otherwise may leave it a call per block (measured: Q4_0 rows ~1.7x slower).
+  auto block = [&](int64_t b, RowF* into) __attribute__((always_inline)) {
     const uint8_t* blk = row + b * block_bytes;
     __builtin_prefetch(blk + row_walk::kPrefetchBytes);
     const RowF d = broadcast_f16(blk);
@@ -120,9 +121,9 @@ void unpacked_row_times_columns(const uint8_t* row, int64_t blocks, const typena
   float mins[C] = {};
   for (auto& set : acc)
     for (auto& a : set) a = rzero();
-  auto block = [&](int64_t i, RowF* into) {
+  auto block = [&](int64_t i, RowF* into) __attribute__((always_inline)) {  // as above
     __builtin_prefetch(reinterpret_cast<const uint8_t*>(w + i) + row_walk::kPrefetchBytes);
-    Kind::unpack(w[i], [&](int s, const auto& weights, float d, float m) {
+    Kind::unpack(w[i], [&](int s, const auto& weights, float d, float m) __attribute__((always_inline)) {
       const int64_t b = i * kSubs + s;
       for (int c = 0; c < C; ++c) {
         const BlockScales& sc = cols[c].scales;

@@ -18,7 +18,8 @@
 // < 2^31 (the rows path sums only 4 per lane); with 32767 levels Q6_K could wrap around.
 //
 // Each Kind has Block (the weight block), kValues (values per block), kHasMin, and
-// unpack(block, f), which calls f(s, Weights, d, m) for every sub-block s of the block in order.
+// unpack(block, f), which calls f(s, Weights, d, m) for every sub-block s of the block in order
+// (inlined by force: left a call, the rows path's accumulators went through memory).
 // AVX2 code: the avx2 and avx512 sets both take it (256-bit steps; sums() takes VPDPWSSD where the
 // set has AVX-512 VNNI, kquant_madd.h).
 #pragma once
@@ -77,7 +78,7 @@ struct Q45_K {
   static constexpr int64_t kValues = kSuperBlock;
   static constexpr bool kHasMin = true;
   template <class F>
-  static void unpack(const Block& w, F&& f) {
+  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
     alignas(8) uint8_t sc[8], m[8];
     kquant::scales_mins_k4(w.scales, sc, m);
     // The 8 sub-blocks' d * sc and -dmin * m at once (scalar conversions measured in decode).
@@ -110,7 +111,7 @@ struct Q6_K {
   static constexpr int64_t kValues = kSuperBlock;
   static constexpr bool kHasMin = false;
   template <class F>
-  static void unpack(const Block& w, F&& f) {
+  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
     const float d = f16(w.d);
     for (int h = 0; h < 2; ++h) {
       const __m256i l0 = load32(w.ql + 64 * h), l1 = load32(w.ql + 64 * h + 32);
@@ -132,7 +133,7 @@ struct Q3_K {
   static constexpr int64_t kValues = kSuperBlock;
   static constexpr bool kHasMin = false;
   template <class F>
-  static void unpack(const Block& w, F&& f) {
+  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
     int16_t scales[16];
     for (int j = 0; j < 16; ++j) scales[j] = static_cast<int16_t>(quant::scale_q3_k(j, w.scales));
     const float d = f16(w.d);
@@ -157,7 +158,7 @@ struct IQ4_XS {
   static constexpr int64_t kValues = kSuperBlock;
   static constexpr bool kHasMin = false;
   template <class F>
-  static void unpack(const Block& w, F&& f) {
+  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
     const float d = f16(w.d);
     for (int s = 0; s < 8; ++s)
       f(s, widen_signed(iq4_levels(w.qs + 16 * s)), d * static_cast<float>(quant::scale_iq4_xs(w, s)), 0.0f);
@@ -170,7 +171,7 @@ struct IQ4_NL {
   static constexpr int64_t kValues = kQuantBlock;
   static constexpr bool kHasMin = false;
   template <class F>
-  static void unpack(const Block& w, F&& f) {
+  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
     f(0, widen_signed(iq4_levels(w.qs)), f16(w.d), 0.0f);
   }
 };
@@ -182,7 +183,7 @@ struct Q5 {
   static constexpr int64_t kValues = kQuantBlock;
   static constexpr bool kHasMin = kMin;
   template <class F>
-  static void unpack(const Block& w, F&& f) {
+  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
     uint32_t qh;
     std::memcpy(&qh, w.qh, sizeof qh);
     const __m256i q = _mm256_or_si256(kquant::nibbles_of_16(w.qs), kquant::bits_to_bytes(qh, 0x10));
