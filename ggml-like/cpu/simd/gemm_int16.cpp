@@ -98,8 +98,9 @@ struct RowsFormat {
     return Steps::signed_sums(w, c.q + b * kBlock, c.hi + b * kBlock, c.lo + b * kBlock);
   }
 #if GGL_INT16_UNPACK
-  static auto unpacked_sums(const unpack16::Weights& w, const Column& c, int64_t b) {
-    return unpack16::sums(w, c.q + b * kBlock);
+  template <class Weights>
+  static auto unpacked_sums(const Weights& w, const Column& c, int64_t b) {
+    return unpack16::sums(w, c.q + b * kBlock, c.hi + b * kBlock, c.lo + b * kBlock);
   }
 #endif
 };

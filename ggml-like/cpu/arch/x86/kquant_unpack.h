@@ -18,7 +18,8 @@
 // < 2^31 (the rows path sums only 4 per lane); with 32767 levels Q6_K could wrap around.
 //
 // Each Kind has Block (the weight block), kValues (values per block), kHasMin, and
-// unpack(block, f), which calls f(s, Weights, d, m) for every sub-block s of the block in order
+// unpack(block, f), which calls f(s, weights, d, m) for every sub-block s of the block in order
+// (weights: Weights or UnsignedBytes, each with store() and sums())
 // (inlined by force: left a call, the rows path's accumulators went through memory).
 // AVX2 code: the avx2 and avx512 sets both take it (256-bit steps; sums() takes VPDPWSSD where the
 // set has AVX-512 VNNI, kquant_madd.h).
@@ -65,10 +66,28 @@ inline Weights scaled_per16(__m256i q, int zero, int16_t scale_lo, int16_t scale
           _mm256_mullo_epi16(_mm256_sub_epi16(u.hi, z), _mm256_set1_epi16(scale_hi))};
 }
 
-// 8 int32 lane sums of the 32 products of a sub-block's weights and its int16 activations q
-// (lane k: elements 2k, 2k + 1, 16 + 2k, 17 + 2k).
-inline __m256i sums(const Weights& w, const int16_t* q) {
+// Weights that fit unsigned bytes (Q4_K, Q5_K, Q5_1), kept as the 32 bytes in element order: the
+// AVX-512 rows path multiplies them as bytes (sums below); elsewhere they widen to Weights.
+struct UnsignedBytes {
+  __m256i bytes;
+  void store(int16_t* out) const { widen_unsigned(bytes).store(out); }
+};
+
+// 8 int32 lane sums of the 32 products of a sub-block's weights and its activations: int16 q, or
+// their high (signed) and low (unsigned) bytes hi, lo, with q = 256 hi + lo (gemm_int16.cpp's
+// column).
+inline __m256i sums(const Weights& w, const int16_t* q, const int8_t*, const uint8_t*) {
   return kquant::add_scaled(kquant::add_scaled(_mm256_setzero_si256(), w.lo, load32(q)), w.hi, load32(q + 16));
+}
+inline __m256i sums(const UnsignedBytes& w, const int16_t* q, const int8_t* hi, const uint8_t* lo) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  // VPDPBUSD on bytes: the weights times the high bytes, shifted up 8 bits, plus the weights times
+  // the low bytes; no widening of the weights (exact: 4 products of at most 31 * 255 per lane).
+  return _mm256_dpbusd_epi32(_mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), w.bytes, load32(hi)), 8),
+                             load32(lo), w.bytes);
+#else
+  return sums(widen_unsigned(w.bytes), q, hi, lo);
+#endif
 }
 
 // Q4_K / Q5_K: 8 sub-blocks, value d * sc * q - dmin * m.
@@ -99,7 +118,7 @@ struct Q45_K {
           high = _mm256_srli_epi16(high, 1);
         }
         const int s = 2 * g + h;
-        f(s, widen_unsigned(q[h]), ds[s], ms[s]);
+        f(s, UnsignedBytes{q[h]}, ds[s], ms[s]);
       }
     }
   }
@@ -188,7 +207,7 @@ struct Q5 {
     std::memcpy(&qh, w.qh, sizeof qh);
     const __m256i q = _mm256_or_si256(kquant::nibbles_of_16(w.qs), kquant::bits_to_bytes(qh, 0x10));
     if constexpr (kMin)
-      f(0, widen_unsigned(q), f16(w.d), f16(w.m));
+      f(0, UnsignedBytes{q}, f16(w.d), f16(w.m));
     else
       f(0, widen_signed(_mm256_sub_epi8(q, _mm256_set1_epi8(16))), f16(w.d), 0.0f);
   }
