@@ -15,6 +15,8 @@
 #include "ggml-like/core/fp16.h"
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/cpu/kernels.h"
+#include "ggml-like/quant/kquants.h"
+#include "ggml-like/quant/legacy.h"
 #include "ggml-like/quant/quant.h"
 #include "random_floats.h"
 
@@ -41,6 +43,30 @@ struct Case {
 
 enum class Path { kPanels, kRows };
 
+// The K-quant / IQ4 / Q5 types the 16-bit GEMM takes (unpacked to 16-bit weights per 32 values;
+// Q2_K is not among them), and the values per block of each.
+constexpr Type kUnpackedTypes[] = {Type::Q3_K, Type::Q4_K, Type::Q5_K,   Type::Q6_K,
+                                   Type::IQ4_XS, Type::IQ4_NL, Type::Q5_0, Type::Q5_1};
+int64_t block_values(Type t) { return ggl::traits(t).block_size; }
+
+// The min m of 32-value block b of a row, for the types whose values are d * w + m with a min per
+// 32 (rounding the activations touches only the d * w part: the min multiplies their exact sum).
+double block_min(Type t, const uint8_t* row, int64_t b) {
+  auto k_min = [&](const auto* blocks) {
+    const auto& blk = blocks[b / 8];
+    uint8_t sc, m;
+    ggl::quant::scale_min_k4(static_cast<int>(b % 8), blk.scales, &sc, &m);
+    return -static_cast<double>(ggl::fp16_to_f32(blk.dmin)) * m;
+  };
+  switch (t) {
+    case Type::Q4_1: return ggl::fp16_to_f32(reinterpret_cast<const ggl::BlockQ4_1*>(row)[b].m);
+    case Type::Q5_1: return ggl::fp16_to_f32(reinterpret_cast<const ggl::BlockQ5_1*>(row)[b].m);
+    case Type::Q4_K: return k_min(reinterpret_cast<const ggl::BlockQ4_K*>(row));
+    case Type::Q5_K: return k_min(reinterpret_cast<const ggl::BlockQ5_K*>(row));
+    default: return 0;
+  }
+}
+
 void check(const Api& ig, Path path, const Case& k, uint32_t seed) {
   if (!ig.supports(k.type, k.n)) GTEST_SKIP() << "this kernel set has no " << ig.name << " GEMM: the float path is used";
   std::mt19937 rng(seed);
@@ -49,7 +75,9 @@ void check(const Api& ig, Path path, const Case& k, uint32_t seed) {
   std::vector<uint8_t> w(stride * k.rows);
   std::vector<float> wf(k.rows * k.n), src(k.n);
   for (int64_t r = 0; r < k.rows; ++r) {
-    for (float& v : src) v = normal(rng) * 0.1f + (k.type == Type::Q4_1 ? 0.05f : 0.0f);
+    // Offset rows for the types with a min, and rows of different magnitudes.
+    const float offset = (k.type == Type::Q4_1 || r % 3 == 1) ? 0.05f : 0.0f;
+    for (float& v : src) v = normal(rng) * 0.02f * static_cast<float>(1 + r % 5) + offset;
     ggl::quantize_row(k.type, src.data(), w.data() + r * stride, k.n);
     ggl::dequantize_row(k.type, w.data() + r * stride, wf.data() + r * k.n, k.n);
   }
@@ -84,10 +112,7 @@ void check(const Api& ig, Path path, const Case& k, uint32_t seed) {
       const float* wr = wf.data() + r * k.n;
       double exact = 0, magnitude = 0, rounding = 0;
       for (int64_t b = 0; b < k.n / 32; ++b) {
-        // Rounding x touches only the d * q part of a weight: Q4_1's min multiplies the exact sum.
-        double min = 0;
-        if (k.type == Type::Q4_1)
-          min = ggl::fp16_to_f32(reinterpret_cast<const ggl::BlockQ4_1*>(w.data() + r * stride)[b].m);
+        const double min = block_min(k.type, w.data() + r * stride, b);
         double amax = 0, wabs = 0;
         for (int64_t i = b * 32; i < b * 32 + 32; ++i) {
           exact += static_cast<double>(wr[i]) * xc[i];
@@ -134,6 +159,21 @@ void check_tails(const Api& api, Path path, std::initializer_list<Type> types) {
       for (int64_t cols = 1; cols <= 13; ++cols) check(api, path, Case{t, rows, 64, cols}, seed++);
 }
 
+// The types unpacked to 16-bit weights, on one path: every column count around the register
+// tiles with a row count that is not a multiple of the panel's (and one that fills whole panels),
+// rows of one and of several weight blocks, and on the rows path more rows than one 128 KiB block.
+void check_unpacked(const Api& api, Path path) {
+  uint32_t seed = 3000;
+  for (Type t : kUnpackedTypes) {
+    const int64_t unit = block_values(t);
+    for (int64_t cols = 1; cols <= 13; ++cols)
+      for (int64_t rows : {45, 32}) check(api, path, Case{t, rows, unit * (1 + cols % 3), cols}, seed++);
+    check(api, path, Case{t, 7, unit, 2}, seed++);
+    check(api, path, Case{t, 70, unit == 32 ? 1408 : 2048, 16}, seed++);
+    if (path == Path::kRows) check(api, path, Case{t, 1100, unit == 32 ? 1408 : 2048, 1}, seed++);
+  }
+}
+
 // Every runnable kernel set, by name.
 class PerKernelSet : public ::testing::TestWithParam<const ggl::CpuKernels*> {
  protected:
@@ -160,6 +200,58 @@ TEST_P(PerKernelSet, Int16PanelAndRowTails) {
   check_tails(int16(), Path::kRows, {Type::Q4_0, Type::Q4_1, Type::Q8_0});
 }
 
+TEST_P(PerKernelSet, Int16UnpackedTypesPanelsMatchExactProductWithinActivationRounding) {
+  check_unpacked(int16(), Path::kPanels);
+}
+
+TEST_P(PerKernelSet, Int16UnpackedTypesRowsMatchExactProductWithinActivationRounding) {
+  check_unpacked(int16(), Path::kRows);
+}
+
+// Q6_K's largest 16-bit weights (scale -128 times q - 32 = -32: 4096) times activations all at the
+// top level: a panel block's int32 sum of 32 such products is the largest the kernels meet, and
+// must not wrap around (kquant_unpack.h).
+TEST_P(PerKernelSet, Int16Q6KLargestWeightsDoNotOverflow) {
+  const Api& ig = int16();
+  constexpr int64_t n = 512, rows = 35;
+  if (!ig.supports(Type::Q6_K, n)) GTEST_SKIP() << "this kernel set takes the float path for Q6_K";
+  ggl::BlockQ6_K block{};
+  for (int8_t& sc : block.scales) sc = -128;
+  block.d = ggl::f32_to_fp16(1.0f);  // every value (q = 0): 1 * -128 * (0 - 32) = 4096
+  std::vector<ggl::BlockQ6_K> w(rows * n / ggl::kSuperBlock, block);
+  const size_t stride = ggl::row_bytes(Type::Q6_K, n);
+  for (int64_t cols : {1, 9}) {
+    const size_t cb = ig.column_bytes(n);
+    Aligned<uint8_t> columns(cb * cols), panel(ig.panel_bytes(n));
+    const std::vector<float> x(n, 1.0f);
+    std::vector<const void*> xs(cols);
+    std::vector<float> y(cols * rows);
+    std::vector<float*> ys(cols);
+    for (int64_t c = 0; c < cols; ++c) {
+      ig.quantize_column(x.data(), n, columns.get() + c * cb);
+      xs[c] = columns.get() + c * cb;
+      ys[c] = y.data() + c * rows;
+    }
+    for (Path path : {Path::kRows, Path::kPanels}) {
+      std::fill(y.begin(), y.end(), 0.0f);
+      const auto* wb = reinterpret_cast<const uint8_t*>(w.data());
+      if (path == Path::kRows) {
+        ig.multiply_rows(Type::Q6_K, wb, stride, rows, n, xs.data(), ys.data(), cols);
+      } else {
+        for (int64_t r0 = 0; r0 < rows; r0 += ggl::kIntGemmPanelRows) {
+          const int64_t count = std::min(ggl::kIntGemmPanelRows, rows - r0);
+          std::vector<float*> at(cols);
+          for (int64_t c = 0; c < cols; ++c) at[c] = ys[c] + r0;
+          ig.pack_panel(Type::Q6_K, wb + r0 * stride, stride, count, n, panel.get());
+          ig.multiply_panel(Type::Q6_K, panel.get(), count, n, xs.data(), at.data(), cols);
+        }
+      }
+      for (int64_t i = 0; i < cols * rows; ++i)
+        ASSERT_FLOAT_EQ(y[i], 4096.0f * n) << (path == Path::kRows ? "rows" : "panels") << " at " << i;
+    }
+  }
+}
+
 TEST_P(PerKernelSet, Int8PanelAndRowTails) {
   check_tails(int8(), Path::kPanels, {Type::Q4_0, Type::Q4_1});
   check_tails(int8(), Path::kRows, {Type::Q4_0, Type::Q4_1});
@@ -174,6 +266,16 @@ TEST_P(PerKernelSet, SimdSetsHaveTheIntegerGemms) {
   EXPECT_TRUE(int16().supports(Type::Q4_0, 64));
   EXPECT_TRUE(int16().supports(Type::Q8_0, 64));
   EXPECT_TRUE(int8().supports(Type::Q4_1, 64));
+  for (Type t : kUnpackedTypes) EXPECT_TRUE(int16().supports(t, 2048)) << ggl::type_name(t);
+  EXPECT_FALSE(int16().supports(Type::Q2_K, 2048));  // a min per 16 values: the 8-bit or float path
+}
+
+// Rows must be whole blocks (of 256 values for the super-block types).
+TEST_P(PerKernelSet, Int16TakesWholeBlocksOfTheUnpackedTypes) {
+  for (Type t : kUnpackedTypes) {
+    const int64_t unit = block_values(t);
+    EXPECT_FALSE(int16().supports(t, unit == 32 ? unit + 16 : unit + 32)) << ggl::type_name(t);
+  }
 }
 
 TEST_P(PerKernelSet, Int8TakesOnlyFourBitWeights) {

@@ -8,6 +8,9 @@
 //   panel:  per block of 32 weights: 32 / kLanes lane groups of kLanes rows, each 16 vectors (one
 //           per pair of weights) whose lane r holds that pair of row r as two int16; then the
 //           rows' scales [32] and mins [32] as floats (gemm_panel.h).
+// Weights: Q4_0 / Q4_1 / Q8_0 unpacked by the set's steps; on x86 also the K-quant / IQ4 / Q5
+// types but Q2_K, each 32 values unpacked to 16-bit w with a float d and m (value d * w + m) by
+// kquant_unpack.h, the same unpacking for the panels and the rows.
 #include <algorithm>
 #include <cstring>
 
@@ -17,6 +20,9 @@
 #include "ggml-like/cpu/simd/gemm_panel.h"
 #include "ggml-like/cpu/simd/gemm_rows.h"
 #include "ggml-like/cpu/simd/simd_kernels.h"
+#if GGL_INT_GEMM && (defined(__x86_64__) || defined(__i386__))
+#include "ggml-like/cpu/arch/x86/kquant_unpack.h"  // GGL_INT16_UNPACK: the K-quant / IQ4 / Q5 types
+#endif
 
 namespace ggl::GGL_ISA {
 namespace {
@@ -24,6 +30,9 @@ namespace {
 
 constexpr int64_t kBlock = kQuantBlock;  // 32 weights, 16 pairs
 constexpr int64_t kPairs = kBlock / 2;
+// Activation levels each side of zero: 14 bits of magnitude, so that a panel block's int32 sum of
+// 32 products with Q6_K's 16-bit weights (|w| <= 4096) cannot wrap around (kquant_unpack.h).
+constexpr int32_t kLevels = 16383;
 
 size_t scales_bytes(int64_t n) { return round64(n / kBlock * sizeof(float)); }
 
@@ -88,12 +97,51 @@ struct RowsFormat {
   static auto signed_sums(const Steps::Weights& w, const Column& c, int64_t b) {
     return Steps::signed_sums(w, c.q + b * kBlock, c.hi + b * kBlock, c.lo + b * kBlock);
   }
+#if GGL_INT16_UNPACK
+  template <class Weights>
+  static auto unpacked_sums(const Weights& w, const Column& c, int64_t b) {
+    return unpack16::sums(w, c.q + b * kBlock, c.hi + b * kBlock, c.lo + b * kBlock);
+  }
+#endif
 };
 
 size_t panel_bytes(int64_t n) { return n / kBlock * gemm_panel::PanelBlock<Format>::kBytes; }
 
+// Values per block of the types this set takes: Q4_0 / Q4_1 / Q8_0, and where the set unpacks
+// them (kquant_unpack.h) the K-quant / IQ4 / Q5 types but Q2_K; 0 for the others.
+int64_t block_values(Type t) {
+  if (t == Type::Q4_0 || t == Type::Q4_1 || t == Type::Q8_0) return kBlock;
+#if GGL_INT16_UNPACK
+  return unpack16::block_values(t);
+#else
+  return 0;
+#endif
+}
+
 bool supports(Type t, int64_t n) {
-  return int_gemm_enabled() && (t == Type::Q4_0 || t == Type::Q4_1 || t == Type::Q8_0) && n > 0 && n % kBlock == 0;
+  const int64_t unit = block_values(t);
+  return int_gemm_enabled() && unit > 0 && n > 0 && n % unit == 0;
+}
+
+void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, void* panel) {
+#if GGL_INT16_UNPACK
+  if (unpack16::with_kind(t, [&]<class Kind>() {
+        gemm_panel::pack_unpacked_panel<Format, Kind>(w, row_stride, rows, n, panel);
+      }))
+    return;
+#endif
+  gemm_panel::pack_panel<Format>(t, w, row_stride, rows, n, panel);
+}
+
+void multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, const void* const* columns,
+                   float* const* y, int64_t n_cols) {
+#if GGL_INT16_UNPACK
+  if (unpack16::with_kind(t, [&]<class Kind>() {
+        gemm_rows::multiply_unpacked_rows<RowsFormat, Kind>(w, row_stride, rows, n, columns, y, n_cols);
+      }))
+    return;
+#endif
+  gemm_rows::multiply_rows<RowsFormat>(t, w, row_stride, rows, n, columns, y, n_cols);
 }
 
 
@@ -108,13 +156,13 @@ void quantize_column(const float* x, int64_t n, void* column) {
   auto* hi = reinterpret_cast<int8_t*>(base + q_bytes + 4 * s_bytes);
   auto* lo = reinterpret_cast<uint8_t*>(base + q_bytes + 4 * s_bytes + round64(n));
   for (int64_t b = 0; b < n / kBlock; ++b) {
-    const gemm_panel::QuantizedBlock block = gemm_panel::quantize_block(x + b * kBlock, 32767.0f);
+    const gemm_panel::QuantizedBlock block = gemm_panel::quantize_block(x + b * kBlock, static_cast<float>(kLevels));
     scale[b] = block.scale;
     sum[b] = block.sum;
     int16_t* qb = q + b * kBlock;
     int32_t q_sum = 0, hi_sum = 0;
     for (int64_t i = 0; i < kBlock; ++i) {  // from locals: the byte stores may alias everything
-      const int32_t v = std::clamp(block.q[i], -32767, 32767);
+      const int32_t v = std::clamp(block.q[i], -kLevels, kLevels);
       qb[i] = static_cast<int16_t>(v);
       hi[b * kBlock + i] = static_cast<int8_t>(v >> 8);
       lo[b * kBlock + i] = static_cast<uint8_t>(v & 0xFF);
@@ -131,11 +179,10 @@ void quantize_column(const float* x, int64_t n, void* column) {
 }  // namespace
 
 #if GGL_INT_GEMM
-const IntGemm kInt16Gemm{"int16",        32767,       supports, column_bytes, quantize_column, panel_bytes,
-                         gemm_panel::pack_panel<Format>, gemm_panel::multiply_panel<Format>,
-                         gemm_rows::multiply_rows<RowsFormat>};
+const IntGemm kInt16Gemm{"int16",    kLevels,    supports, column_bytes, quantize_column, panel_bytes,
+                         pack_panel, gemm_panel::multiply_panel<Format>, multiply_rows};
 #else  // no integer steps for this set (gemm_steps.h)
-const IntGemm kInt16Gemm = unavailable_int_gemm("int16", 32767);
+const IntGemm kInt16Gemm = unavailable_int_gemm("int16", 16383);
 #endif
 
 }  // namespace ggl::GGL_ISA

@@ -1,6 +1,8 @@
-// The integer products of the K-quant / IQ4 / Q5 weight types (int_gemm.h), on the rows path only
-// (no panels: IntGemm's panel members are null, and op_matmul.cpp sends every column count through
-// multiply_rows). Two activation formats, as the reference engine's dot products take them
+// The 8-bit integer products of the K-quant / IQ4 / Q5 weight types (int_gemm.h), on the rows path
+// only (no panels: IntGemm's panel members are null): op_matmul.cpp takes them for the routed
+// experts of a decode step, and for Q2_K's routed experts (the 16-bit GEMM, which has the panels
+// and takes these types elsewhere, does not take Q2_K). Two activation formats, as the reference
+// engine's dot products take them
 // (kquant_blocks.h):
 //   kInt8KGemm:   Q8_K columns (256-value blocks: float d, int8 q, int16 sums per 16) for
 //                 Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS;

@@ -10,7 +10,9 @@
 // kHasStart (whether a block's integer sum starts at start(), not 0), view(column, n),
 // zero_point(type), start(column, block, zero_point), word(column, block, step) (the 32-bit
 // activation word a step broadcasts) and pack_group(type, qs, out) (a lane group's kSteps vectors
-// from its rows' quants qs[r]).
+// from its rows' quants qs[r]). Where a set takes the types unpacked to 16-bit weights
+// (pack_unpacked_panel), its Pairs also has pack_words(w, out): the 16 pair vectors of a lane
+// group from its kLanes rows' 32 int16 weights w[r][32].
 #pragma once
 #include "ggml-like/cpu/simd/gemm_steps.h"
 #if GGL_INT_GEMM
@@ -200,7 +202,55 @@ void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64
   }
 }
 
-// IntGemm::multiply_panel for a Format: the columns viewed 64 at a time, Q4_1 with its mins.
+// IntGemm::pack_panel for the types a Kind unpacks into 32-value sub-blocks of 16-bit weights
+// (value d * w + m per sub-block: the K-quant / IQ4 / Q5 types, cpu/arch/x86/kquant_unpack.h):
+// per lane group, each row's weight block is unpacked once (Kind::unpack), and each sub-block's
+// rows go into its pair vectors through the set's Dot::pack_words (a transpose of 32-bit pairs),
+// with the rows' d and m as the panel block's scales and mins. Rows past `rows` are zero.
+inline constexpr size_t kPackPrefetchBytes = 1024;
+template <class Format, class Kind>
+void pack_unpacked_panel(const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, void* panel) {
+  using Block = PanelBlock<Format>;
+  using WeightBlock = typename Kind::Block;
+  constexpr int64_t kSubs = Kind::kValues / kQuantBlock;
+  alignas(64) int16_t q[kSubs][kLanes][kQuantBlock];
+  alignas(64) float d[kSubs][kLanes], m[kSubs][kLanes];
+  auto* out = static_cast<uint8_t*>(panel);
+  for (int64_t g = 0; g < kGroups; ++g) {
+    const int64_t count = std::clamp<int64_t>(rows - g * kLanes, 0, kLanes);
+    if (count < kLanes) {
+      std::fill_n(&q[0][0][0], kSubs * kLanes * kQuantBlock, int16_t{0});
+      std::fill_n(&d[0][0], kSubs * kLanes, 0.0f);
+      std::fill_n(&m[0][0], kSubs * kLanes, 0.0f);
+    }
+    for (int64_t wb = 0; wb < n / Kind::kValues; ++wb) {
+      uint8_t* first = out + wb * kSubs * Block::kBytes;
+      for (int64_t r = 0; r < count; ++r) {
+        const auto* block = reinterpret_cast<const WeightBlock*>(w + (g * kLanes + r) * row_stride) + wb;
+        // The rows are kLanes streams from memory: fetch each one a few lines ahead.
+        __builtin_prefetch(reinterpret_cast<const uint8_t*>(block) + kPackPrefetchBytes);
+        Kind::unpack(*block, [&](int s, const auto& weights, float ds, float ms) {
+          weights.store(q[s][r]);
+          d[s][r] = ds;
+          m[s][r] = ms;
+        });
+      }
+      for (int64_t s = 0; s < kSubs; ++s) {
+        uint8_t* pb = first + s * Block::kBytes;
+        VecF::load_aligned(d[s]).store_aligned(reinterpret_cast<float*>(pb + Block::kScalesOffset) + g * kLanes);
+        VecF::load_aligned(m[s]).store_aligned(reinterpret_cast<float*>(pb + Block::kMinsOffset) + g * kLanes);
+        if (count > 0) Format::Dot::pack_words(q[s], pb + g * Block::kGroupBytes);
+      }
+    }
+  }
+}
+
+// Whether a block's values have a min (value d * w + m): the panels then add m times the
+// activations' block sum.
+inline bool has_min(Type t) { return t == Type::Q4_1 || t == Type::Q5_1 || t == Type::Q4_K || t == Type::Q5_K; }
+
+// IntGemm::multiply_panel for a Format: the columns viewed 64 at a time, the types with a min
+// (has_min) with it.
 template <class Format>
 void multiply_panel(Type t, const void* panel, int64_t rows, int64_t n, const void* const* columns, float* const* y,
                     int64_t n_cols) {
@@ -212,7 +262,7 @@ void multiply_panel(Type t, const void* panel, int64_t rows, int64_t n, const vo
   for (int64_t c0 = 0; c0 < n_cols; c0 += kBatch) {
     const int64_t count = std::min(kBatch, n_cols - c0);
     for (int64_t c = 0; c < count; ++c) cols[c] = Format::view(columns[c0 + c], n);
-    if (t == Type::Q4_1)
+    if (has_min(t))
       multiply_columns(Tile<Format, true>{p, blocks, zero_point}, rows, cols, y + c0, count);
     else
       multiply_columns(Tile<Format, false>{p, blocks, zero_point}, rows, cols, y + c0, count);

@@ -27,29 +27,34 @@ constexpr int64_t kIntGemmMinCols = 8;
 
 namespace {
 
-// Which integer GEMM a product takes, if any: 16-bit activations (close to float32), except in
-// the routed experts of a MoE with 4-bit weights, which take 8-bit activations: twice the
-// multiply-add rate where most of the work is, measured to keep the quantized fixtures as close
-// to the exact result as the reference engine's own 8-bit matmuls (README, "CPU speed"). Many
-// columns go through the GEMM's panels, a few (a decode step) straight through the weight rows.
-// The K-quant / IQ4 / Q5 types take the same 8-bit activations as the reference engine
-// (gemm_kquant.cpp; rows path only), also only in the routed experts: everywhere, the kquant
-// fixtures' forward passes measured up to 2.3x the reference engine's own distance from the
-// exact logits (nrmse 0.130 against its 0.0566 on kq-tiny-q4_k_s); in the routed experts alone
-// at most 0.96x. Their other products stay on the float32 path.
-const IntGemm* int_gemm_for(const Tensor& w, const Tensor& x, bool routed_experts) {
+// Which integer GEMM a product with `cols` activation columns takes, if any: 16-bit activations
+// (close to float32), except in the routed experts of a MoE with 4-bit weights, which take 8-bit
+// activations: twice the multiply-add rate where most of the work is, measured to keep the
+// quantized fixtures as close to the exact result as the reference engine's own 8-bit matmuls
+// (README, "CPU speed"). Many columns go through the GEMM's panels, a few (a decode step) straight
+// through the weight rows. The K-quant / IQ4 / Q5 types take the 16-bit GEMM too (8-bit
+// activations everywhere measured up to 2.3x the reference engine's own distance from the exact
+// logits on the kquant fixtures), except the routed experts of a decode step (fewer than
+// kIntGemmMinCols columns), which keep the reference engine's 8-bit activations on the rows path
+// (gemm_kquant.cpp; in the routed experts alone at most 0.96x its distance), and Q2_K, which the
+// 16-bit GEMM does not take: 8-bit in the routed experts, float32 elsewhere.
+const IntGemm* int_gemm_for(const Tensor& w, const Tensor& x, bool routed_experts, int64_t cols) {
   if (x.type != Type::F32 || x.nb[0] != sizeof(float)) return nullptr;
-  if (routed_experts && kInt8KGemm.supports(w.type, w.ne[0])) return &kInt8KGemm;
-  if (routed_experts && kInt8B32Gemm.supports(w.type, w.ne[0])) return &kInt8B32Gemm;
+  const bool int16 = kInt16Gemm.supports(w.type, w.ne[0]);
+  const bool k8 = routed_experts && (cols < kIntGemmMinCols || !int16);
+  if (k8 && kInt8KGemm.supports(w.type, w.ne[0])) return &kInt8KGemm;
+  if (k8 && kInt8B32Gemm.supports(w.type, w.ne[0])) return &kInt8B32Gemm;
   if (routed_experts && kInt8Gemm.supports(w.type, w.ne[0])) return &kInt8Gemm;
-  return kInt16Gemm.supports(w.type, w.ne[0]) ? &kInt16Gemm : nullptr;
+  return int16 ? &kInt16Gemm : nullptr;
 }
 
 bool takes_panels(const IntGemm& gemm, int64_t cols) { return gemm.pack_panel != nullptr && cols >= kIntGemmMinCols; }
 
 // The integer path of a product: the team quantizes the activation columns into the shared work
 // area, then each thread multiplies its own weight panels or rows by every column.
-const IntGemm* int_gemm_for_mul_mat(const Tensor& dst) { return int_gemm_for(*dst.src[0], *dst.src[1], false); }
+const IntGemm* int_gemm_for_mul_mat(const Tensor& dst) {
+  return int_gemm_for(*dst.src[0], *dst.src[1], false, dst.src[1]->ne[1]);
+}
 
 int64_t column_count(const Tensor& x) { return x.ne[1] * x.ne[2] * x.ne[3]; }
 
@@ -224,7 +229,7 @@ IdLayout id_layout(const Tensor& dst) {
   const Tensor& ids = *dst.src[2];
   const int64_t K = w.ne[0], E = w.ne[2], P = ids.ne[0] * ids.ne[1];
   IdLayout l{};
-  l.gemm = int_gemm_for(w, x, true);
+  l.gemm = int_gemm_for(w, x, true, P);
   l.panels = l.gemm && takes_panels(*l.gemm, P);
   if (l.gemm) l.shared = quantized_columns_bytes(*l.gemm, K, x.ne[1] * x.ne[2]);
   l.counts = 0;

@@ -63,6 +63,25 @@ inline void transpose_words(const __m256i* r, __m256i* t) {
   for (int p = 0; p < 4; ++p) t[p] = _mm256_permute4x64_epi64(b[p], 0xD8);
 }
 
+// 8 x 8 transpose of 32-bit elements, in place: v[r] lane j becomes v[j] lane r.
+inline void transpose8(__m256i* v) {
+  __m256i t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {  // rows pairwise: lanes j, j + 4 of rows i, i + 1 per 128-bit half
+    t[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);
+    t[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {  // u[i + k]: column k (low half) and k + 4 (high half) of rows i..i+3
+    u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+    u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+    u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+    u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int k = 0; k < 4; ++k) {
+    v[k] = _mm256_permute2x128_si256(u[k], u[4 + k], 0x20);
+    v[k + 4] = _mm256_permute2x128_si256(u[k], u[4 + k], 0x31);
+  }
+}
+
 // Pins a running sum to a register, in order: without it GCC reassociates a block's chain of
 // integer adds into a tree, keeping every product alive at once and spilling most of them.
 inline __m256i in_order(__m256i v) {
@@ -113,6 +132,17 @@ struct Pairs {
         store(out, 8 * half + 2 * p, _mm256_cvtepi8_epi16(_mm256_castsi256_si128(t[p])));
         store(out, 8 * half + 2 * p + 1, _mm256_cvtepi8_epi16(_mm256_extracti128_si256(t[p], 1)));
       }
+    }
+  }
+  // The 16 pair vectors of one lane group from its 8 rows' 32 int16 weights (w[r]: row r's, in
+  // element order; the types unpacked to 16 bits, gemm_panel.h's pack_unpacked_panel): the 8 x 16
+  // 32-bit pairs transposed, 8 pairs at a time.
+  static void pack_words(const int16_t (*w)[32], uint8_t* out) {
+    for (int half = 0; half < 2; ++half) {
+      __m256i v[8];
+      for (int r = 0; r < 8; ++r) v[r] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[r] + 16 * half));
+      transpose8(v);
+      for (int j = 0; j < 8; ++j) store(out, 8 * half + j, v[j]);
     }
   }
   static void store(uint8_t* out, int step, __m256i v) { _mm256_store_si256(reinterpret_cast<__m256i*>(out + step * 32), v); }

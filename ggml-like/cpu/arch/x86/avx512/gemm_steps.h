@@ -128,6 +128,15 @@ struct Pairs {
     transpose16(v);
     for (int64_t j = 0; j < kLanes; ++j) _mm512_store_si512(out + j * 64, v[j]);
   }
+  // The 16 pair vectors of one lane group from its 16 rows' 32 int16 weights (w[r]: row r's, in
+  // element order; the types unpacked to 16 bits, gemm_panel.h's pack_unpacked_panel): the
+  // 16 x 16 32-bit pairs transposed.
+  static void pack_words(const int16_t (*w)[32], uint8_t* out) {
+    __m512i v[kLanes];
+    for (int64_t r = 0; r < kLanes; ++r) v[r] = _mm512_load_si512(w[r]);
+    transpose16(v);
+    for (int64_t j = 0; j < kLanes; ++j) _mm512_store_si512(out + j * 64, v[j]);
+  }
 };
 
 // Quads of bytes (8-bit activations, unsigned 4-bit weights): VPDPBUSD adds four products per lane.

@@ -1,0 +1,241 @@
+// The K-quant / IQ4 / Q5 weight types as 32-value sub-blocks of 16-bit integers, for the 16-bit
+// integer GEMM (kInt16Gemm, cpu/simd/gemm_int16.cpp). Every one of these types is, per sub-block
+// of 32 values, value_i = d * w_i + m with integer w_i and a float scale d and min m, which is the
+// form the 16-bit panels and rows multiply (Q4_1's d and min):
+//   Q4_K, Q5_K: d = d * sc_s, m = -dmin * m_s, w = q (0..15, 0..31);
+//   Q6_K:       d = d, w = (q - 32) * scale (the scale per 16 values folded into the weight);
+//   Q3_K:       d = d, w = (q - 4) * scale (likewise);
+//   IQ4_XS:     d = d * (ls - 32), w = the level;  IQ4_NL: d = d, w = the level;
+//   Q5_0:       d = d, w = q - 16;  Q5_1: d = d, m = m, w = q.
+// (Q2_K has a min per 16 values, which does not fold into one min per 32: it is not here.)
+// Each type's unpacking is written once, here, and serves both paths: the rows path keeps a
+// sub-block in registers (gemm_rows.h), the panel packing stores it and transposes lane groups of
+// rows (gemm_panel.h).
+//
+// Overflow: |w| <= 4096 (Q6_K: |scale| <= 128 times |q - 32| <= 32; Q3_K 32 * 4 = 128; IQ4 127;
+// the others 31) and the activations are quantized to at most 16383 levels each side of zero, so
+// a panel's int32 sum over a sub-block's 32 products stays within 32 * 4096 * 16383 = 2147352576
+// < 2^31 (the rows path sums only 4 per lane); with 32767 levels Q6_K could wrap around.
+//
+// Each Kind has Block (the weight block), kValues (values per block), kHasMin, and
+// unpack(block, f), which calls f(s, weights, d, m) for every sub-block s of the block in order
+// (weights: Weights or UnsignedBytes, each with store() and sums())
+// (inlined by force: left a call, the rows path's accumulators went through memory).
+// AVX2 code: the avx2 and avx512 sets both take it (256-bit steps; sums() takes VPDPWSSD where the
+// set has AVX-512 VNNI, kquant_madd.h).
+#pragma once
+#include "ggml-like/cpu/arch/x86/kquant_blocks.h"
+#if GGL_KQUANT_GEMM
+#define GGL_INT16_UNPACK 1
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "ggml-like/core/types.h"
+#include "ggml-like/quant/iq4.h"
+#include "ggml-like/quant/kquants.h"
+#include "ggml-like/quant/legacy.h"
+
+namespace ggl::GGL_ISA::unpack16 {
+
+using kquant::f16;
+using kquant::load32;
+using kquant::mask8;
+
+// The 32 weights of a sub-block as int16, in element order: lo elements 0..15, hi 16..31.
+struct Weights {
+  __m256i lo, hi;
+  void store(int16_t* out) const {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out), lo);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out + 16), hi);
+  }
+};
+
+inline Weights widen_unsigned(__m256i bytes) {
+  return {_mm256_cvtepu8_epi16(_mm256_castsi256_si128(bytes)), _mm256_cvtepu8_epi16(_mm256_extracti128_si256(bytes, 1))};
+}
+inline Weights widen_signed(__m256i bytes) {
+  return {_mm256_cvtepi8_epi16(_mm256_castsi256_si128(bytes)), _mm256_cvtepi8_epi16(_mm256_extracti128_si256(bytes, 1))};
+}
+
+// (q - zero) * scale per 16 values: the types with a scale per 16 (Q3_K, Q6_K), q unsigned bytes.
+inline Weights scaled_per16(__m256i q, int zero, int16_t scale_lo, int16_t scale_hi) {
+  const Weights u = widen_unsigned(q);
+  const __m256i z = _mm256_set1_epi16(static_cast<int16_t>(zero));
+  return {_mm256_mullo_epi16(_mm256_sub_epi16(u.lo, z), _mm256_set1_epi16(scale_lo)),
+          _mm256_mullo_epi16(_mm256_sub_epi16(u.hi, z), _mm256_set1_epi16(scale_hi))};
+}
+
+// Weights that fit unsigned bytes (Q4_K, Q5_K, Q5_1), kept as the 32 bytes in element order: the
+// AVX-512 rows path multiplies them as bytes (sums below); elsewhere they widen to Weights.
+struct UnsignedBytes {
+  __m256i bytes;
+  void store(int16_t* out) const { widen_unsigned(bytes).store(out); }
+};
+
+// 8 int32 lane sums of the 32 products of a sub-block's weights and its activations: int16 q, or
+// their high (signed) and low (unsigned) bytes hi, lo, with q = 256 hi + lo (gemm_int16.cpp's
+// column).
+inline __m256i sums(const Weights& w, const int16_t* q, const int8_t*, const uint8_t*) {
+  return kquant::add_scaled(kquant::add_scaled(_mm256_setzero_si256(), w.lo, load32(q)), w.hi, load32(q + 16));
+}
+inline __m256i sums(const UnsignedBytes& w, const int16_t* q, const int8_t* hi, const uint8_t* lo) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  // VPDPBUSD on bytes: the weights times the high bytes, shifted up 8 bits, plus the weights times
+  // the low bytes; no widening of the weights (exact: 4 products of at most 31 * 255 per lane).
+  return _mm256_dpbusd_epi32(_mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), w.bytes, load32(hi)), 8),
+                             load32(lo), w.bytes);
+#else
+  return sums(widen_unsigned(w.bytes), q, hi, lo);
+#endif
+}
+
+// Q4_K / Q5_K: 8 sub-blocks, value d * sc * q - dmin * m.
+template <bool kFifthBit>
+struct Q45_K {
+  using Block = std::conditional_t<kFifthBit, BlockQ5_K, BlockQ4_K>;
+  static constexpr int64_t kValues = kSuperBlock;
+  static constexpr bool kHasMin = true;
+  template <class F>
+  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
+    alignas(8) uint8_t sc[8], m[8];
+    kquant::scales_mins_k4(w.scales, sc, m);
+    // The 8 sub-blocks' d * sc and -dmin * m at once (scalar conversions measured in decode).
+    alignas(32) float ds[8], ms[8];
+    auto floats = [](const uint8_t* v) {
+      return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(v))));
+    };
+    _mm256_store_ps(ds, _mm256_mul_ps(floats(sc), _mm256_set1_ps(f16(w.d))));
+    _mm256_store_ps(ms, _mm256_mul_ps(floats(m), _mm256_set1_ps(-f16(w.dmin))));
+    __m256i high;
+    if constexpr (kFifthBit) high = load32(w.qh);  // bit s of byte l: the fifth bit of element 32 s + l
+    for (int g = 0; g < 4; ++g) {
+      const __m256i v = load32(w.qs + 32 * g);
+      __m256i q[2] = {kquant::low_nibbles(v), kquant::high_nibbles(v)};
+      for (int h = 0; h < 2; ++h) {
+        if constexpr (kFifthBit) {
+          q[h] = _mm256_or_si256(q[h], mask8(_mm256_slli_epi16(high, 4), 0x10));
+          high = _mm256_srli_epi16(high, 1);
+        }
+        const int s = 2 * g + h;
+        f(s, UnsignedBytes{q[h]}, ds[s], ms[s]);
+      }
+    }
+  }
+};
+
+// Q6_K: value d * scale * (q - 32), q 0..63 (layout in kquants.h).
+struct Q6_K {
+  using Block = BlockQ6_K;
+  static constexpr int64_t kValues = kSuperBlock;
+  static constexpr bool kHasMin = false;
+  template <class F>
+  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
+    const float d = f16(w.d);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i l0 = load32(w.ql + 64 * h), l1 = load32(w.ql + 64 * h + 32);
+      const __m256i low[4] = {kquant::low_nibbles(l0), kquant::low_nibbles(l1), kquant::high_nibbles(l0),
+                              kquant::high_nibbles(l1)};
+      __m256i high = load32(w.qh + 32 * h);
+      for (int k = 0; k < 4; ++k, high = _mm256_srli_epi16(high, 2)) {
+        const int s = 4 * h + k;
+        const __m256i q = _mm256_or_si256(low[k], mask8(_mm256_slli_epi16(high, 4), 0x30));
+        f(s, scaled_per16(q, 32, w.scales[2 * s], w.scales[2 * s + 1]), d, 0.0f);
+      }
+    }
+  }
+};
+
+// Q3_K: value d * scale * (q - 4), q 0..7: two bits as Q2_K's plus a third from hmask.
+struct Q3_K {
+  using Block = BlockQ3_K;
+  static constexpr int64_t kValues = kSuperBlock;
+  static constexpr bool kHasMin = false;
+  template <class F>
+  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
+    int16_t scales[16];
+    for (int j = 0; j < 16; ++j) scales[j] = static_cast<int16_t>(quant::scale_q3_k(j, w.scales));
+    const float d = f16(w.d);
+    __m256i high = load32(w.hmask);  // bit 4 h + k of byte l: the third bit of element 128 h + 32 k + l
+    for (int h = 0; h < 2; ++h) {
+      __m256i low = load32(w.qs + 32 * h);  // bits 2k..2k+1 of byte l: element 128 h + 32 k + l
+      for (int k = 0; k < 4; ++k, low = _mm256_srli_epi16(low, 2), high = _mm256_srli_epi16(high, 1)) {
+        const int s = 4 * h + k;
+        const __m256i q = _mm256_or_si256(mask8(low, 0x03), mask8(_mm256_slli_epi16(high, 2), 0x04));
+        f(s, scaled_per16(q, 4, scales[2 * s], scales[2 * s + 1]), d, 0.0f);
+      }
+    }
+  }
+};
+
+// The 32 IQ4 levels of a sub-block's 16 quant bytes (IQ4_NL's nibble order), as signed bytes.
+inline __m256i iq4_levels(const uint8_t* qs) { return _mm256_shuffle_epi8(kquant::iq4_table(), kquant::nibbles_of_16(qs)); }
+
+// IQ4_XS: value d * (ls - 32) * level, 8 sub-blocks each ordered as an IQ4_NL block.
+struct IQ4_XS {
+  using Block = BlockIQ4_XS;
+  static constexpr int64_t kValues = kSuperBlock;
+  static constexpr bool kHasMin = false;
+  template <class F>
+  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
+    const float d = f16(w.d);
+    for (int s = 0; s < 8; ++s)
+      f(s, widen_signed(iq4_levels(w.qs + 16 * s)), d * static_cast<float>(quant::scale_iq4_xs(w, s)), 0.0f);
+  }
+};
+
+// IQ4_NL: value d * level.
+struct IQ4_NL {
+  using Block = BlockIQ4_NL;
+  static constexpr int64_t kValues = kQuantBlock;
+  static constexpr bool kHasMin = false;
+  template <class F>
+  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
+    f(0, widen_signed(iq4_levels(w.qs)), f16(w.d), 0.0f);
+  }
+};
+
+// Q5_0 (value d * (q - 16)) and Q5_1 (value d * q + m), q 0..31: Q4_0's nibbles plus qh's bits.
+template <bool kMin>
+struct Q5 {
+  using Block = std::conditional_t<kMin, BlockQ5_1, BlockQ5_0>;
+  static constexpr int64_t kValues = kQuantBlock;
+  static constexpr bool kHasMin = kMin;
+  template <class F>
+  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
+    uint32_t qh;
+    std::memcpy(&qh, w.qh, sizeof qh);
+    const __m256i q = _mm256_or_si256(kquant::nibbles_of_16(w.qs), kquant::bits_to_bytes(qh, 0x10));
+    if constexpr (kMin)
+      f(0, UnsignedBytes{q}, f16(w.d), f16(w.m));
+    else
+      f(0, widen_signed(_mm256_sub_epi8(q, _mm256_set1_epi8(16))), f16(w.d), 0.0f);
+  }
+};
+
+// Calls body.template operator()<Kind>() with the Kind of type t and returns true, or returns
+// false where t is not one of these types.
+template <class Body>
+bool with_kind(Type t, Body&& body) {
+  switch (t) {
+    case Type::Q3_K: body.template operator()<Q3_K>(); return true;
+    case Type::Q4_K: body.template operator()<Q45_K<false>>(); return true;
+    case Type::Q5_K: body.template operator()<Q45_K<true>>(); return true;
+    case Type::Q6_K: body.template operator()<Q6_K>(); return true;
+    case Type::IQ4_XS: body.template operator()<IQ4_XS>(); return true;
+    case Type::IQ4_NL: body.template operator()<IQ4_NL>(); return true;
+    case Type::Q5_0: body.template operator()<Q5<false>>(); return true;
+    case Type::Q5_1: body.template operator()<Q5<true>>(); return true;
+    default: return false;
+  }
+}
+
+// Values per weight block of type t where it is one of these types, else 0.
+inline int64_t block_values(Type t) {
+  int64_t values = 0;
+  with_kind(t, [&]<class Kind>() { values = Kind::kValues; });
+  return values;
+}
+
+}  // namespace ggl::GGL_ISA::unpack16
+#endif
