@@ -110,35 +110,46 @@ void multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, in
 // out[c] = dot(row, column c) for C columns, for the types a Kind unpacks into 32-value sub-blocks
 // of 16-bit weights (value d * w + m per sub-block: cpu/arch/x86/kquant_unpack.h): each weight
 // block is unpacked once, in registers, and every sub-block's 8 lane sums (Format::unpacked_sums)
-// are scaled by d times the column's step; the mins times the columns' block sums add up in
-// scalars.
-// Weight blocks alternate between two sets of accumulators.
+// are scaled by d times the column's step. Sub-blocks alternate between two sets of accumulators
+// (two independent FMA chains per column: one chain through a super-block's 8 sub-blocks measured
+// latency-bound). A super-block's 8 mins multiply the column's 8 block sums in one vector step.
 template <class Format, class Kind, int C>
 void unpacked_row_times_columns(const uint8_t* row, int64_t blocks, const typename Format::Column* cols, float* out) {
   constexpr int64_t kSubs = Kind::kValues / kQuantBlock;
+  static_assert(kSubs == 1 || kSubs == kRowLanes, "a super-block's mins fill one vector");
   const auto* w = reinterpret_cast<const typename Kind::Block*>(row);
-  RowF acc[2][C];
-  float mins[C] = {};
+  RowF acc[2][C], min_acc[C];
   for (auto& set : acc)
     for (auto& a : set) a = rzero();
-  auto block = [&](int64_t i, RowF* into) __attribute__((always_inline)) {  // as above
+  for (auto& a : min_acc) a = rzero();
+  // Block i's sub-block s takes accumulator set (s + odd) & 1, odd = i & 1 as a constant: blocks
+  // of one sub-block alternate too, and every index stays known at compile time (registers).
+  auto block = [&](int64_t i, int odd) __attribute__((always_inline)) {  // as above
     __builtin_prefetch(reinterpret_cast<const uint8_t*>(w + i) + row_walk::kPrefetchBytes);
+    alignas(32) float mins[kSubs];
     Kind::unpack(w[i], [&](int s, const auto& weights, float d, float m) __attribute__((always_inline)) {
       const int64_t b = i * kSubs + s;
-      for (int c = 0; c < C; ++c) {
-        const BlockScales& sc = cols[c].scales;
-        into[c] = rfmadd(rset1(d * sc.scale[b]), rto_float(Format::unpacked_sums(weights, cols[c], b)), into[c]);
-        if constexpr (Kind::kHasMin) mins[c] += m * sc.sum[b];
-      }
+      RowF* into = acc[(s + odd) & 1];
+      for (int c = 0; c < C; ++c)
+        into[c] = rfmadd(rset1(d * cols[c].scales.scale[b]), rto_float(Format::unpacked_sums(weights, cols[c], b)),
+                         into[c]);
+      mins[s] = m;
     });
+    if constexpr (Kind::kHasMin) {
+      for (int c = 0; c < C; ++c) {
+        const float* sums = cols[c].scales.sum + i * kSubs;
+        min_acc[c] = kSubs == 1 ? rfmadd(rset1(mins[0] * (1.0f / kRowLanes)), rset1(sums[0]), min_acc[c])
+                                : rfmadd(rload(mins), rload(sums), min_acc[c]);
+      }
+    }
   };
   int64_t i = 0;
   for (; i + 2 <= blocks; i += 2) {
-    block(i, acc[0]);
-    block(i + 1, acc[1]);
+    block(i, 0);
+    block(i + 1, 1);
   }
-  if (i < blocks) block(i, acc[0]);
-  for (int c = 0; c < C; ++c) out[c] = sum_lanes(radd(acc[0][c], acc[1][c])) + mins[c];
+  if (i < blocks) block(i, 0);
+  for (int c = 0; c < C; ++c) out[c] = sum_lanes(radd(radd(acc[0][c], acc[1][c]), min_acc[c]));
 }
 
 // IntGemm::multiply_rows for the types a Kind unpacks (the walk: row_walk.h).

@@ -17,6 +17,7 @@ struct RowSums {  // 8 int32 lane sums of a block's products
 struct RowF {  // 8 float lane sums of a row's products
   float32x4_t lo, hi;
 };
+inline constexpr int kRowLanes = 8;
 
 inline RowF rzero() { return {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)}; }
 inline RowF rset1(float v) { return {vdupq_n_f32(v), vdupq_n_f32(v)}; }
@@ -28,6 +29,7 @@ inline RowF rfmsub(RowF a, RowF b, RowF c) {
 inline RowF rto_float(RowSums v) { return {vcvtq_f32_s32(v.lo), vcvtq_f32_s32(v.hi)}; }
 inline RowF rmul(RowF a, RowF b) { return {vmulq_f32(a.lo, b.lo), vmulq_f32(a.hi, b.hi)}; }
 inline RowF radd(RowF a, RowF b) { return {vaddq_f32(a.lo, b.lo), vaddq_f32(a.hi, b.hi)}; }
+inline RowF rload(const float* p) { return {vld1q_f32(p), vld1q_f32(p + 4)}; }  // 8 floats
 
 // The fp16 at p as a float in every lane.
 inline RowF broadcast_f16(const uint8_t* p) {

@@ -10,6 +10,7 @@
 namespace ggl::GGL_ISA::gemm_rows_x86 {
 
 using RowF = __m256;  // 8 lane sums of a row's products
+inline constexpr int kRowLanes = 8;
 
 inline RowF rzero() { return _mm256_setzero_ps(); }
 inline RowF rset1(float v) { return _mm256_set1_ps(v); }
@@ -18,6 +19,7 @@ inline RowF rfmsub(RowF a, RowF b, RowF c) { return _mm256_fmsub_ps(a, b, c); }
 inline RowF rto_float(__m256i v) { return _mm256_cvtepi32_ps(v); }
 inline RowF rmul(RowF a, RowF b) { return _mm256_mul_ps(a, b); }
 inline RowF radd(RowF a, RowF b) { return _mm256_add_ps(a, b); }
+inline RowF rload(const float* p) { return _mm256_loadu_ps(p); }  // 8 floats
 
 // The fp16 at p as a float in every lane.
 inline RowF broadcast_f16(const uint8_t* p) {
