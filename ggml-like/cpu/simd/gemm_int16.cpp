@@ -1,16 +1,18 @@
 // kInt16Gemm (int_gemm.h): 16-bit activations, a pair of 16-bit products per 32-bit lane
 // (gemm_steps.h's Pairs: VPDPWSSD on AVX-512, VPMADDWD + VPADDD on AVX2). Layouts:
 //   column: int16 q[n] | float scale[n/32] | float sum[n/32] | float offset[n/32] | float
-//           hi_offset[n/32] | int8 hi[n] | uint8 lo[n], each part 64-byte aligned; the block value
-//           is scale * q, sum is the float sum of the block's activations (for Q4_1's min), and
-//           the rest serve the rows path: q = 256 * hi + lo, offset is scale times the sum of the
-//           block's q, hi_offset scale * 4096 times the sum of its hi.
+//           hi_offset[n/32] | int8 hi[n] | uint8 lo[n] | float skew_sum[n/32], each part 64-byte
+//           aligned; the block value is scale * q, sum is the float sum of the block's activations
+//           (for Q4_1's min), skew_sum the sum of its first 16 minus that of its last 16 (for
+//           Q2_K's two mins per 32), and the rest serve the rows path: q = 256 * hi + lo, offset
+//           is scale times the sum of the block's q, hi_offset scale * 4096 times the sum of its hi.
 //   panel:  per block of 32 weights: 32 / kLanes lane groups of kLanes rows, each 16 vectors (one
 //           per pair of weights) whose lane r holds that pair of row r as two int16; then the
-//           rows' scales [32] and mins [32] as floats (gemm_panel.h).
+//           rows' scales [32], mins [32] and skews [32] as floats (gemm_panel.h).
 // Weights: Q4_0 / Q4_1 / Q8_0 unpacked by the set's steps; on x86 also the K-quant / IQ4 / Q5
-// types but Q2_K, each 32 values unpacked to 16-bit w with a float d and m (value d * w + m) by
-// kquant_unpack.h, the same unpacking for the panels and the rows.
+// types, each 32 values unpacked to 16-bit w with a float d and m (value d * w + m; Q2_K also
+// + skew for its first 16 values and - skew for its last 16) by kquant_unpack.h, the same
+// unpacking for the panels and the rows.
 #include <algorithm>
 #include <cstring>
 
@@ -36,7 +38,7 @@ constexpr int32_t kLevels = 16383;
 
 size_t scales_bytes(int64_t n) { return round64(n / kBlock * sizeof(float)); }
 
-size_t column_bytes(int64_t n) { return round64(n * sizeof(int16_t)) + 4 * scales_bytes(n) + 2 * round64(n); }
+size_t column_bytes(int64_t n) { return round64(n * sizeof(int16_t)) + 5 * scales_bytes(n) + 2 * round64(n); }
 
 struct Column {
   const int16_t* q;
@@ -46,6 +48,7 @@ struct Column {
   const float* hi_offset;
   const int8_t* hi;
   const uint8_t* lo;
+  const float* skew_sum;
 };
 
 // 16-bit activations: a step adds a pair of weight-activation products per lane.
@@ -60,7 +63,8 @@ struct Format {
     return {reinterpret_cast<const int16_t*>(base),          reinterpret_cast<const float*>(base + q),
             reinterpret_cast<const float*>(base + q + s),      reinterpret_cast<const float*>(base + q + 2 * s),
             reinterpret_cast<const float*>(base + q + 3 * s),  reinterpret_cast<const int8_t*>(base + q + 4 * s),
-            reinterpret_cast<const uint8_t*>(base + q + 4 * s + round64(n))};
+            reinterpret_cast<const uint8_t*>(base + q + 4 * s + round64(n)),
+            reinterpret_cast<const float*>(base + q + 4 * s + 2 * round64(n))};
   }
   // Q4_0's offset of 8 comes off while unpacking (its weights are signed 16-bit integers here).
   static int32_t zero_point(Type) { return 0; }
@@ -89,7 +93,7 @@ struct RowsFormat {
   };
   static Column view(const void* p, int64_t n) {
     const GGL_ISA::Column c = Format::view(p, n);
-    return {{c.scale, c.offset, c.sum, c.hi_offset}, c.q, c.hi, c.lo};
+    return {{c.scale, c.offset, c.sum, c.hi_offset, c.skew_sum}, c.q, c.hi, c.lo};
   }
   static auto sums(const Steps::Weights& w, const Column& c, int64_t b) {
     return Steps::sums(w, c.q + b * kBlock, c.hi + b * kBlock, c.lo + b * kBlock);
@@ -108,7 +112,7 @@ struct RowsFormat {
 size_t panel_bytes(int64_t n) { return n / kBlock * gemm_panel::PanelBlock<Format>::kBytes; }
 
 // Values per block of the types this set takes: Q4_0 / Q4_1 / Q8_0, and where the set unpacks
-// them (kquant_unpack.h) the K-quant / IQ4 / Q5 types but Q2_K; 0 for the others.
+// them (kquant_unpack.h) the K-quant / IQ4 / Q5 types; 0 for the others.
 int64_t block_values(Type t) {
   if (t == Type::Q4_0 || t == Type::Q4_1 || t == Type::Q8_0) return kBlock;
 #if GGL_INT16_UNPACK
@@ -155,10 +159,12 @@ void quantize_column(const float* x, int64_t n, void* column) {
   auto* hi_offset = reinterpret_cast<float*>(base + q_bytes + 3 * s_bytes);
   auto* hi = reinterpret_cast<int8_t*>(base + q_bytes + 4 * s_bytes);
   auto* lo = reinterpret_cast<uint8_t*>(base + q_bytes + 4 * s_bytes + round64(n));
+  auto* skew_sum = reinterpret_cast<float*>(base + q_bytes + 4 * s_bytes + 2 * round64(n));
   for (int64_t b = 0; b < n / kBlock; ++b) {
     const gemm_panel::QuantizedBlock block = gemm_panel::quantize_block(x + b * kBlock, static_cast<float>(kLevels));
     scale[b] = block.scale;
     sum[b] = block.sum;
+    skew_sum[b] = block.skew;
     int16_t* qb = q + b * kBlock;
     int32_t q_sum = 0, hi_sum = 0;
     for (int64_t i = 0; i < kBlock; ++i) {  // from locals: the byte stores may alias everything

@@ -42,23 +42,26 @@ inline constexpr int kTileVecs = gemm_steps::kTileVecs;
 static_assert(kIntGemmPanelRows % (kLanes * kTileVecs) == 0, "a panel is whole register tiles");
 
 // One 32-value block of an activation column rounded to `levels` steps each side of zero: its
-// integers, the scale (a step: amax / levels) and the float sum. An all-zero block gets scale 0
+// integers, the scale (a step: amax / levels), the float sum, and the sum of its first 16 values
+// minus that of its last 16 (skew: for weights with a min per 16, Q2_K). An all-zero block gets scale 0
 // and zero quants. In xsimd's vectors of the set's width (plain loops stayed scalar: float max and
 // sum reductions do not vectorize without reassociation, and took ~7% of a prefill).
 struct QuantizedBlock {
   alignas(64) int32_t q[kQuantBlock];
-  float scale, sum;
+  float scale, sum, skew;
 };
 inline QuantizedBlock quantize_block(const float* x, float levels) {
   using Floats = xsimd::batch<float>;
   constexpr int64_t kWidth = Floats::size;
   static_assert(kQuantBlock % kWidth == 0);
   QuantizedBlock out;
-  Floats amax(0.0f), sum(0.0f);
+  static_assert(kQuantBlock / 2 % kWidth == 0, "a vector lies in one half of the block");
+  Floats amax(0.0f), sum(0.0f), first(0.0f);
   for (int64_t i = 0; i < kQuantBlock; i += kWidth) {
     const Floats v = Floats::load_unaligned(x + i);
     amax = xsimd::max(amax, xsimd::abs(v));
     sum += v;
+    if (i < kQuantBlock / 2) first += v;
   }
   alignas(64) float lanes[kWidth];
   amax.store_aligned(lanes);
@@ -68,25 +71,28 @@ inline QuantizedBlock quantize_block(const float* x, float levels) {
     xsimd::nearbyint_as_int(Floats::load_unaligned(x + i) * k).store_aligned(out.q + i);
   out.scale = a / levels;
   out.sum = xsimd::hadd(sum);
+  out.skew = 2.0f * xsimd::hadd(first) - out.sum;
   return out;
 }
 
 // Panel layout, per block of 32 weights: kGroups lane groups of Format::kSteps vectors, then the
-// 32 rows' scales and mins as floats.
+// 32 rows' scales, mins and skews (Q2_K: + skew on the block's first 16 values, - on its last 16)
+// as floats.
 template <class Format>
 struct PanelBlock {
   static constexpr size_t kVecBytes = kLanes * sizeof(int32_t);
   static constexpr size_t kGroupBytes = Format::kSteps * kVecBytes;
   static constexpr size_t kScalesOffset = kGroups * kGroupBytes;
   static constexpr size_t kMinsOffset = kScalesOffset + kIntGemmPanelRows * sizeof(float);
-  static constexpr size_t kBytes = kMinsOffset + kIntGemmPanelRows * sizeof(float);
+  static constexpr size_t kSkewsOffset = kMinsOffset + kIntGemmPanelRows * sizeof(float);
+  static constexpr size_t kBytes = kSkewsOffset + kIntGemmPanelRows * sizeof(float);
 };
 
 // Register tile: kTileVecs lane groups of the panel (from group g0) by C columns. Each block's
 // integer sums start at Format::start (the zero point's share) or 0, add one Format::Dot step per
 // step, and are scaled into the float sums once per block; kHasMin adds each row's min times the
-// block's sum.
-template <class Format, bool kHasMin>
+// block's sum, kHasSkew each row's skew times the block's skew sum.
+template <class Format, bool kHasMin, bool kHasSkew = false>
 struct Tile {
   using Column = typename Format::Column;
   using Dot = typename Format::Dot;
@@ -136,6 +142,15 @@ struct Tile {
         for (int c = 0; c < C; ++c) {
           const VecF s(cols[c].sum[b]);
           for (int v = 0; v < V; ++v) acc[v][c] = xsimd::fma(m[v], s, acc[v][c]);
+        }
+      }
+      if constexpr (kHasSkew) {
+        const auto* skews = reinterpret_cast<const float*>(pb + Block::kSkewsOffset) + g0 * kLanes;
+        VecF k[V];
+        for (int v = 0; v < V; ++v) k[v] = VecF::load_aligned(skews + v * kLanes);
+        for (int c = 0; c < C; ++c) {
+          const VecF s(cols[c].skew_sum[b]);
+          for (int v = 0; v < V; ++v) acc[v][c] = xsimd::fma(k[v], s, acc[v][c]);
         }
       }
     }
@@ -214,7 +229,7 @@ void pack_unpacked_panel(const uint8_t* w, size_t row_stride, int64_t rows, int6
   using WeightBlock = typename Kind::Block;
   constexpr int64_t kSubs = Kind::kValues / kQuantBlock;
   alignas(64) int16_t q[kSubs][kLanes][kQuantBlock];
-  alignas(64) float d[kSubs][kLanes], m[kSubs][kLanes];
+  alignas(64) float d[kSubs][kLanes], m[kSubs][kLanes], skew[kSubs][kLanes] = {};
   auto* out = static_cast<uint8_t*>(panel);
   for (int64_t g = 0; g < kGroups; ++g) {
     const int64_t count = std::clamp<int64_t>(rows - g * kLanes, 0, kLanes);
@@ -234,11 +249,17 @@ void pack_unpacked_panel(const uint8_t* w, size_t row_stride, int64_t rows, int6
           d[s][r] = ds;
           m[s][r] = ms;
         });
+        if constexpr (Kind::kHasSkew) {
+          alignas(32) float sk[kSubs];
+          Kind::skews(*block, sk);
+          for (int64_t s = 0; s < kSubs; ++s) skew[s][r] = sk[s];
+        }
       }
       for (int64_t s = 0; s < kSubs; ++s) {
         uint8_t* pb = first + s * Block::kBytes;
         VecF::load_aligned(d[s]).store_aligned(reinterpret_cast<float*>(pb + Block::kScalesOffset) + g * kLanes);
         VecF::load_aligned(m[s]).store_aligned(reinterpret_cast<float*>(pb + Block::kMinsOffset) + g * kLanes);
+        VecF::load_aligned(skew[s]).store_aligned(reinterpret_cast<float*>(pb + Block::kSkewsOffset) + g * kLanes);
         if (count > 0) Format::Dot::pack_words(q[s], pb + g * Block::kGroupBytes);
       }
     }
@@ -247,7 +268,12 @@ void pack_unpacked_panel(const uint8_t* w, size_t row_stride, int64_t rows, int6
 
 // Whether a block's values have a min (value d * w + m): the panels then add m times the
 // activations' block sum.
-inline bool has_min(Type t) { return t == Type::Q4_1 || t == Type::Q5_1 || t == Type::Q4_K || t == Type::Q5_K; }
+inline bool has_min(Type t) {
+  return t == Type::Q4_1 || t == Type::Q5_1 || t == Type::Q2_K || t == Type::Q4_K || t == Type::Q5_K;
+}
+// Whether its min differs between a block's halves (Q2_K: a min per 16 values): the panels then
+// also add the skew times the activations' skew sum (16-bit columns only).
+inline bool has_skew(Type t) { return t == Type::Q2_K; }
 
 // IntGemm::multiply_panel for a Format: the columns viewed 64 at a time, the types with a min
 // (has_min) with it.
@@ -262,6 +288,12 @@ void multiply_panel(Type t, const void* panel, int64_t rows, int64_t n, const vo
   for (int64_t c0 = 0; c0 < n_cols; c0 += kBatch) {
     const int64_t count = std::min(kBatch, n_cols - c0);
     for (int64_t c = 0; c < count; ++c) cols[c] = Format::view(columns[c0 + c], n);
+    if constexpr (requires(typename Format::Column col) { col.skew_sum; }) {
+      if (has_skew(t)) {
+        multiply_columns(Tile<Format, true, true>{p, blocks, zero_point}, rows, cols, y + c0, count);
+        continue;
+      }
+    }
     if (has_min(t))
       multiply_columns(Tile<Format, true>{p, blocks, zero_point}, rows, cols, y + c0, count);
     else

@@ -26,12 +26,14 @@ using namespace gemm_steps;
 // step times the sum of the block's integer values (offset: Q4_0's zero point 8 times it, spread
 // over 8 lanes, is one offset per lane), the float sum of the activations (for Q4_1's min), and
 // what Format::signed_sums leaves to subtract, an eighth per lane (Q8_0, where the set's
-// Steps::kQ8UsesHiOffset).
+// Steps::kQ8UsesHiOffset), and (16-bit columns) the block's first-16 minus last-16 sum for
+// Q2_K's skew (kquant_unpack.h).
 struct BlockScales {
   const float* scale;
   const float* offset;
   const float* sum;
   const float* signed_offset;
+  const float* skew_sum = nullptr;
 };
 
 // out[c] = dot(row, column c) for C columns, the row of type kType (Q4_0, Q4_1 or Q8_0). Blocks
@@ -112,7 +114,8 @@ void multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, in
 // block is unpacked once, in registers, and every sub-block's 8 lane sums (Format::unpacked_sums)
 // are scaled by d times the column's step. Sub-blocks alternate between two sets of accumulators
 // (two independent FMA chains per column: one chain through a super-block's 8 sub-blocks measured
-// latency-bound). A super-block's 8 mins multiply the column's 8 block sums in one vector step.
+// latency-bound). A super-block's 8 mins multiply the column's 8 block sums in one vector step
+// (and Q2_K's 8 skews the 8 skew sums).
 template <class Format, class Kind, int C>
 void unpacked_row_times_columns(const uint8_t* row, int64_t blocks, const typename Format::Column* cols, float* out) {
   constexpr int64_t kSubs = Kind::kValues / kQuantBlock;
@@ -141,6 +144,12 @@ void unpacked_row_times_columns(const uint8_t* row, int64_t blocks, const typena
         min_acc[c] = kSubs == 1 ? rfmadd(rset1(mins[0] * (1.0f / kRowLanes)), rset1(sums[0]), min_acc[c])
                                 : rfmadd(rload(mins), rload(sums), min_acc[c]);
       }
+    }
+    if constexpr (Kind::kHasSkew) {
+      alignas(32) float skews[kSubs];
+      Kind::skews(w[i], skews);
+      for (int c = 0; c < C; ++c)
+        min_acc[c] = rfmadd(rload(skews), rload(cols[c].scales.skew_sum + i * kSubs), min_acc[c]);
     }
   };
   int64_t i = 0;

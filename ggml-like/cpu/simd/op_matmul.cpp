@@ -36,8 +36,7 @@ namespace {
 // activations everywhere measured up to 2.3x the reference engine's own distance from the exact
 // logits on the kquant fixtures), except the routed experts of a decode step (fewer than
 // kIntGemmMinCols columns), which keep the reference engine's 8-bit activations on the rows path
-// (gemm_kquant.cpp; in the routed experts alone at most 0.96x its distance), and Q2_K, which the
-// 16-bit GEMM does not take: 8-bit in the routed experts, float32 elsewhere.
+// (gemm_kquant.cpp; in the routed experts alone at most 0.96x its distance).
 const IntGemm* int_gemm_for(const Tensor& w, const Tensor& x, bool routed_experts, int64_t cols) {
   if (x.type != Type::F32 || x.nb[0] != sizeof(float)) return nullptr;
   const bool int16 = kInt16Gemm.supports(w.type, w.ne[0]);

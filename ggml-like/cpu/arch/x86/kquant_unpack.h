@@ -7,7 +7,9 @@
 //   Q3_K:       d = d, w = (q - 4) * scale (likewise);
 //   IQ4_XS:     d = d * (ls - 32), w = the level;  IQ4_NL: d = d, w = the level;
 //   Q5_0:       d = d, w = q - 16;  Q5_1: d = d, m = m, w = q.
-// (Q2_K has a min per 16 values, which does not fold into one min per 32: it is not here.)
+//   Q2_K:       d = d, w = q * (scale & 15) (q 0..3), and its two mins per 32 (one per 16 values,
+//               -dmin * (scale >> 4)) as m = their mean plus a skew = half their difference that
+//               adds on the first 16 values and subtracts on the last 16 (kHasSkew, skews()).
 // Each type's unpacking is written once, here, and serves both paths: the rows path keeps a
 // sub-block in registers (gemm_rows.h), the panel packing stores it and transposes lane groups of
 // rows (gemm_panel.h).
@@ -17,7 +19,8 @@
 // a panel's int32 sum over a sub-block's 32 products stays within 32 * 4096 * 16383 = 2147352576
 // < 2^31 (the rows path sums only 4 per lane); with 32767 levels Q6_K could wrap around.
 //
-// Each Kind has Block (the weight block), kValues (values per block), kHasMin, and
+// Each Kind has Block (the weight block), kValues (values per block), kHasMin, kHasSkew (then also
+// skews(block, out): each sub-block's skew), and
 // unpack(block, f), which calls f(s, weights, d, m) for every sub-block s of the block in order
 // (weights: Weights or UnsignedBytes, each with store() and sums())
 // (inlined by force: left a call, the rows path's accumulators went through memory).
@@ -96,6 +99,7 @@ struct Q45_K {
   using Block = std::conditional_t<kFifthBit, BlockQ5_K, BlockQ4_K>;
   static constexpr int64_t kValues = kSuperBlock;
   static constexpr bool kHasMin = true;
+  static constexpr bool kHasSkew = false;
   template <class F>
   [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
     alignas(8) uint8_t sc[8], m[8];
@@ -129,6 +133,7 @@ struct Q6_K {
   using Block = BlockQ6_K;
   static constexpr int64_t kValues = kSuperBlock;
   static constexpr bool kHasMin = false;
+  static constexpr bool kHasSkew = false;
   template <class F>
   [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
     const float d = f16(w.d);
@@ -151,6 +156,7 @@ struct Q3_K {
   using Block = BlockQ3_K;
   static constexpr int64_t kValues = kSuperBlock;
   static constexpr bool kHasMin = false;
+  static constexpr bool kHasSkew = false;
   template <class F>
   [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
     int16_t scales[16];
@@ -168,6 +174,33 @@ struct Q3_K {
   }
 };
 
+// Q2_K: value d * (scale & 15) * q - dmin * (scale >> 4) per 16 values, q 0..3 in bits 2k..2k+1
+// of qs[32 h + l] for element 128 h + 32 k + l; sub-block 4 h + k takes scales 2s and 2s + 1.
+struct Q2_K {
+  using Block = BlockQ2_K;
+  static constexpr int64_t kValues = kSuperBlock;
+  static constexpr bool kHasMin = true;
+  static constexpr bool kHasSkew = true;
+  template <class F>
+  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
+    const float d = f16(w.d), half_dmin = 0.5f * f16(w.dmin);
+    for (int h = 0; h < 2; ++h) {
+      __m256i low = load32(w.qs + 32 * h);
+      for (int k = 0; k < 4; ++k, low = _mm256_srli_epi16(low, 2)) {
+        const int s = 4 * h + k;
+        const int first = w.scales[2 * s], second = w.scales[2 * s + 1];
+        f(s, scaled_per16(mask8(low, 0x03), 0, static_cast<int16_t>(first & 15), static_cast<int16_t>(second & 15)), d,
+          -half_dmin * static_cast<float>((first >> 4) + (second >> 4)));
+      }
+    }
+  }
+  static void skews(const Block& w, float* out) {
+    const float half_dmin = 0.5f * f16(w.dmin);
+    for (int s = 0; s < 8; ++s)
+      out[s] = -half_dmin * static_cast<float>((w.scales[2 * s] >> 4) - (w.scales[2 * s + 1] >> 4));
+  }
+};
+
 // The 32 IQ4 levels of a sub-block's 16 quant bytes (IQ4_NL's nibble order), as signed bytes.
 inline __m256i iq4_levels(const uint8_t* qs) { return _mm256_shuffle_epi8(kquant::iq4_table(), kquant::nibbles_of_16(qs)); }
 
@@ -176,6 +209,7 @@ struct IQ4_XS {
   using Block = BlockIQ4_XS;
   static constexpr int64_t kValues = kSuperBlock;
   static constexpr bool kHasMin = false;
+  static constexpr bool kHasSkew = false;
   template <class F>
   [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
     const float d = f16(w.d);
@@ -189,6 +223,7 @@ struct IQ4_NL {
   using Block = BlockIQ4_NL;
   static constexpr int64_t kValues = kQuantBlock;
   static constexpr bool kHasMin = false;
+  static constexpr bool kHasSkew = false;
   template <class F>
   [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
     f(0, widen_signed(iq4_levels(w.qs)), f16(w.d), 0.0f);
@@ -201,6 +236,7 @@ struct Q5 {
   using Block = std::conditional_t<kMin, BlockQ5_1, BlockQ5_0>;
   static constexpr int64_t kValues = kQuantBlock;
   static constexpr bool kHasMin = kMin;
+  static constexpr bool kHasSkew = false;
   template <class F>
   [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
     uint32_t qh;
@@ -218,6 +254,7 @@ struct Q5 {
 template <class Body>
 bool with_kind(Type t, Body&& body) {
   switch (t) {
+    case Type::Q2_K: body.template operator()<Q2_K>(); return true;
     case Type::Q3_K: body.template operator()<Q3_K>(); return true;
     case Type::Q4_K: body.template operator()<Q45_K<false>>(); return true;
     case Type::Q5_K: body.template operator()<Q45_K<true>>(); return true;
