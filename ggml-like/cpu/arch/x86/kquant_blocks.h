@@ -77,6 +77,61 @@ inline void scales_mins_k4(const uint8_t* q, uint8_t* sc, uint8_t* m) {
 
 inline __m256 to_float(__m256i v) { return _mm256_cvtepi32_ps(v); }
 
+// ---- Each type's quants as bytes, 32 values (a sub-block, or a chunk of a half) per vector in
+// element order: the bit layouts of kquants.h / legacy.h / iq4.h, written once for the 8-bit
+// products below and the 16-bit unpacking (kquant_unpack.h) ----
+
+// Quants of 2 bits, element 128 h + 32 k + l in bits 2k..2k+1 of qs[32 h + l] (Q2_K, Q3_K's low bits).
+inline void unpack_2bit_half(const uint8_t* qs, int h, __m256i* q) {
+  __m256i v = load32(qs + 32 * h);
+  for (int k = 0; k < 4; ++k, v = _mm256_srli_epi16(v, 2)) q[k] = mask8(v, 0x03);
+}
+
+// Q4_K / Q5_K: sub-blocks 2g and 2g + 1 (quants 0..15, or 0..31 with the fifth bits). `fifth`
+// carries Q5_K's qh from one g to the next (load32(w.qh) before g = 0; bit j of byte l: the fifth
+// bit of element 32 j + l).
+template <class Block, bool kFifthBit>
+inline void q45_k_pair(const Block& w, int g, __m256i& fifth, __m256i* q) {
+  const __m256i v = load32(w.qs + 32 * g);
+  q[0] = low_nibbles(v);
+  q[1] = high_nibbles(v);
+  if constexpr (kFifthBit)
+    for (int h = 0; h < 2; ++h) {
+      q[h] = _mm256_or_si256(q[h], mask8(_mm256_slli_epi16(fifth, 4), 0x10));
+      fifth = _mm256_srli_epi16(fifth, 1);
+    }
+}
+
+// Q6_K: the four chunks of half h (element 128 h + 32 k + l in chunk k), quants 0..63.
+inline void q6_k_half(const BlockQ6_K& w, int h, __m256i* q) {
+  const __m256i l0 = load32(w.ql + 64 * h), l1 = load32(w.ql + 64 * h + 32);
+  const __m256i low[4] = {low_nibbles(l0), low_nibbles(l1), high_nibbles(l0), high_nibbles(l1)};
+  __m256i high = load32(w.qh + 32 * h);
+  for (int k = 0; k < 4; ++k, high = _mm256_srli_epi16(high, 2))
+    q[k] = _mm256_or_si256(low[k], mask8(_mm256_slli_epi16(high, 4), 0x30));
+}
+
+// Q3_K: the four chunks of half h, quants 0..7: Q2_K's two bits plus a third from hmask (bit
+// 4 h + k of byte l: the third bit of element 128 h + 32 k + l).
+inline void q3_k_half(const BlockQ3_K& w, int h, __m256i* q) {
+  unpack_2bit_half(w.qs, h, q);
+  __m256i high = _mm256_srli_epi16(load32(w.hmask), 4 * h);
+  for (int k = 0; k < 4; ++k, high = _mm256_srli_epi16(high, 1))
+    q[k] = _mm256_or_si256(q[k], mask8(_mm256_slli_epi16(high, 2), 0x04));
+}
+
+// Q5_0 / Q5_1: the block's quants 0..31, Q4_0's nibbles plus qh's bits.
+template <class Block>
+inline __m256i q5_quants(const Block& w) {
+  uint32_t qh;
+  std::memcpy(&qh, w.qh, sizeof qh);
+  return _mm256_or_si256(nibbles_of_16(w.qs), bits_to_bytes(qh, 0x10));
+}
+
+// The 32 IQ4 levels of a 32-value block's 16 quant bytes (IQ4_NL's nibble order), as signed bytes.
+inline __m256i iq4_levels(const uint8_t* qs) { return _mm256_shuffle_epi8(iq4_table(), nibbles_of_16(qs)); }
+
+
 // ---- Super-block types, Q8_K activations ----
 
 using Q8KColumn = const BlockQ8_K*;
@@ -105,18 +160,13 @@ struct KindQ4Q5_K {
     scales_mins_k4(w.scales, sc, m);
     const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(m));
     const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));  // each sub-block's min twice
-    __m256i high;
-    if constexpr (kFifthBit) high = load32(w.qh);  // bit j of byte l: the fifth bit of element 32 j + l
+    __m256i fifth;
+    if constexpr (kFifthBit) fifth = load32(w.qh);
     __m256i isum[C];
     for (auto& s : isum) s = _mm256_setzero_si256();
     for (int g = 0; g < 4; ++g) {
-      const __m256i v = load32(w.qs + 32 * g);
-      __m256i q[2] = {low_nibbles(v), high_nibbles(v)};
-      if constexpr (kFifthBit)
-        for (auto& h : q) {
-          h = _mm256_or_si256(h, mask8(_mm256_slli_epi16(high, 4), 0x10));
-          high = _mm256_srli_epi16(high, 1);
-        }
+      __m256i q[2];
+      q45_k_pair<Block, kFifthBit>(w, g, fifth, q);
       for (int h = 0; h < 2; ++h) {
         const __m256i scale = _mm256_set1_epi16(sc[2 * g + h]);
         for (int c = 0; c < C; ++c)
@@ -162,12 +212,6 @@ void add_with_zero_point(const Unpack& unpack, const int16_t* scales, __m256i sc
   }
 }
 
-// Quants of 2 bits, element 128 h + 32 k + l in bits 2k..2k+1 of qs[32 h + l] (Q2_K, Q3_K's low bits).
-inline void unpack_2bit_half(const uint8_t* qs, int h, __m256i* q) {
-  __m256i v = load32(qs + 32 * h);
-  for (int k = 0; k < 4; ++k, v = _mm256_srli_epi16(v, 2)) q[k] = mask8(v, 0x03);
-}
-
 // Q6_K: value d * scale * (q - 32), q 0..63 (layout in kquants.h).
 struct KindQ6_K {
   using Block = BlockQ6_K;
@@ -178,13 +222,7 @@ struct KindQ6_K {
     const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
     alignas(32) int16_t scales[16];
     _mm256_store_si256(reinterpret_cast<__m256i*>(scales), scales16);
-    auto unpack = [&](int h, __m256i* q) {
-      const __m256i l0 = load32(w.ql + 64 * h), l1 = load32(w.ql + 64 * h + 32);
-      const __m256i low[4] = {low_nibbles(l0), low_nibbles(l1), high_nibbles(l0), high_nibbles(l1)};
-      __m256i high = load32(w.qh + 32 * h);
-      for (int k = 0; k < 4; ++k, high = _mm256_srli_epi16(high, 2))
-        q[k] = _mm256_or_si256(low[k], mask8(_mm256_slli_epi16(high, 4), 0x30));
-    };
+    auto unpack = [&](int h, __m256i* q) { q6_k_half(w, h, q); };
     add_with_zero_point<5, decltype(unpack), C>(unpack, scales, scales16, f16(w.d), x, b, acc);
   }
 };
@@ -199,12 +237,7 @@ struct KindQ3_K {
     alignas(32) int16_t scales[16];
     for (int j = 0; j < 16; ++j) scales[j] = static_cast<int16_t>(quant::scale_q3_k(j, w.scales));
     const __m256i scales16 = _mm256_load_si256(reinterpret_cast<const __m256i*>(scales));
-    __m256i high = load32(w.hmask);  // bit 4 h + k of byte l: the third bit of element 128 h + 32 k + l
-    auto unpack = [&](int h, __m256i* q) {
-      unpack_2bit_half(w.qs, h, q);
-      for (int k = 0; k < 4; ++k, high = _mm256_srli_epi16(high, 1))
-        q[k] = _mm256_or_si256(q[k], mask8(_mm256_slli_epi16(high, 2), 0x04));
-    };
+    auto unpack = [&](int h, __m256i* q) { q3_k_half(w, h, q); };
     add_with_zero_point<2, decltype(unpack), C>(unpack, scales, scales16, f16(w.d), x, b, acc);
   }
 };
@@ -271,9 +304,7 @@ struct KindQ5 {
   static constexpr int64_t kValues = kQuantBlock;
   template <int C>
   static void add(const Block& w, const Column* x, int64_t b, __m256* acc) {
-    uint32_t qh;
-    std::memcpy(&qh, w.qh, sizeof qh);
-    const __m256i q = _mm256_or_si256(nibbles_of_16(w.qs), bits_to_bytes(qh, 0x10));
+    const __m256i q = q5_quants(w);
     const float d = f16(w.d);
     for (int c = 0; c < C; ++c) {
       // Per lane (an eighth of the block): Q5_0's zero point 16 * qsum comes off the integers,
@@ -297,7 +328,7 @@ struct KindIQ4_NL {
   static constexpr int64_t kValues = kQuantBlock;
   template <int C>
   static void add(const Block& w, const Column* x, int64_t b, __m256* acc) {
-    const __m256i levels = _mm256_shuffle_epi8(iq4_table(), nibbles_of_16(w.qs));
+    const __m256i levels = iq4_levels(w.qs);
     const float d = f16(w.d);
     for (int c = 0; c < C; ++c) {
       const __m256i dot =

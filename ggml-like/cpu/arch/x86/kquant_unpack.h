@@ -42,8 +42,8 @@
 namespace ggl::GGL_ISA::unpack16 {
 
 using kquant::f16;
+using kquant::iq4_levels;
 using kquant::load32;
-using kquant::mask8;
 
 // The 32 weights of a sub-block as int16, in element order: lo elements 0..15, hi 16..31.
 struct Weights {
@@ -111,16 +111,12 @@ struct Q45_K {
     };
     _mm256_store_ps(ds, _mm256_mul_ps(floats(sc), _mm256_set1_ps(f16(w.d))));
     _mm256_store_ps(ms, _mm256_mul_ps(floats(m), _mm256_set1_ps(-f16(w.dmin))));
-    __m256i high;
-    if constexpr (kFifthBit) high = load32(w.qh);  // bit s of byte l: the fifth bit of element 32 s + l
+    __m256i fifth;
+    if constexpr (kFifthBit) fifth = load32(w.qh);
     for (int g = 0; g < 4; ++g) {
-      const __m256i v = load32(w.qs + 32 * g);
-      __m256i q[2] = {kquant::low_nibbles(v), kquant::high_nibbles(v)};
+      __m256i q[2];
+      kquant::q45_k_pair<Block, kFifthBit>(w, g, fifth, q);
       for (int h = 0; h < 2; ++h) {
-        if constexpr (kFifthBit) {
-          q[h] = _mm256_or_si256(q[h], mask8(_mm256_slli_epi16(high, 4), 0x10));
-          high = _mm256_srli_epi16(high, 1);
-        }
         const int s = 2 * g + h;
         f(s, UnsignedBytes{q[h]}, ds[s], ms[s]);
       }
@@ -138,14 +134,11 @@ struct Q6_K {
   [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
     const float d = f16(w.d);
     for (int h = 0; h < 2; ++h) {
-      const __m256i l0 = load32(w.ql + 64 * h), l1 = load32(w.ql + 64 * h + 32);
-      const __m256i low[4] = {kquant::low_nibbles(l0), kquant::low_nibbles(l1), kquant::high_nibbles(l0),
-                              kquant::high_nibbles(l1)};
-      __m256i high = load32(w.qh + 32 * h);
-      for (int k = 0; k < 4; ++k, high = _mm256_srli_epi16(high, 2)) {
+      __m256i q[4];
+      kquant::q6_k_half(w, h, q);
+      for (int k = 0; k < 4; ++k) {
         const int s = 4 * h + k;
-        const __m256i q = _mm256_or_si256(low[k], mask8(_mm256_slli_epi16(high, 4), 0x30));
-        f(s, scaled_per16(q, 32, w.scales[2 * s], w.scales[2 * s + 1]), d, 0.0f);
+        f(s, scaled_per16(q[k], 32, w.scales[2 * s], w.scales[2 * s + 1]), d, 0.0f);
       }
     }
   }
@@ -162,13 +155,12 @@ struct Q3_K {
     int16_t scales[16];
     for (int j = 0; j < 16; ++j) scales[j] = static_cast<int16_t>(quant::scale_q3_k(j, w.scales));
     const float d = f16(w.d);
-    __m256i high = load32(w.hmask);  // bit 4 h + k of byte l: the third bit of element 128 h + 32 k + l
     for (int h = 0; h < 2; ++h) {
-      __m256i low = load32(w.qs + 32 * h);  // bits 2k..2k+1 of byte l: element 128 h + 32 k + l
-      for (int k = 0; k < 4; ++k, low = _mm256_srli_epi16(low, 2), high = _mm256_srli_epi16(high, 1)) {
+      __m256i q[4];
+      kquant::q3_k_half(w, h, q);
+      for (int k = 0; k < 4; ++k) {
         const int s = 4 * h + k;
-        const __m256i q = _mm256_or_si256(mask8(low, 0x03), mask8(_mm256_slli_epi16(high, 2), 0x04));
-        f(s, scaled_per16(q, 4, scales[2 * s], scales[2 * s + 1]), d, 0.0f);
+        f(s, scaled_per16(q[k], 4, scales[2 * s], scales[2 * s + 1]), d, 0.0f);
       }
     }
   }
@@ -185,11 +177,12 @@ struct Q2_K {
   [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
     const float d = f16(w.d), half_dmin = 0.5f * f16(w.dmin);
     for (int h = 0; h < 2; ++h) {
-      __m256i low = load32(w.qs + 32 * h);
-      for (int k = 0; k < 4; ++k, low = _mm256_srli_epi16(low, 2)) {
+      __m256i q[4];
+      kquant::unpack_2bit_half(w.qs, h, q);
+      for (int k = 0; k < 4; ++k) {
         const int s = 4 * h + k;
         const int first = w.scales[2 * s], second = w.scales[2 * s + 1];
-        f(s, scaled_per16(mask8(low, 0x03), 0, static_cast<int16_t>(first & 15), static_cast<int16_t>(second & 15)), d,
+        f(s, scaled_per16(q[k], 0, static_cast<int16_t>(first & 15), static_cast<int16_t>(second & 15)), d,
           -half_dmin * static_cast<float>((first >> 4) + (second >> 4)));
       }
     }
@@ -200,9 +193,6 @@ struct Q2_K {
       out[s] = -half_dmin * static_cast<float>((w.scales[2 * s] >> 4) - (w.scales[2 * s + 1] >> 4));
   }
 };
-
-// The 32 IQ4 levels of a sub-block's 16 quant bytes (IQ4_NL's nibble order), as signed bytes.
-inline __m256i iq4_levels(const uint8_t* qs) { return _mm256_shuffle_epi8(kquant::iq4_table(), kquant::nibbles_of_16(qs)); }
 
 // IQ4_XS: value d * (ls - 32) * level, 8 sub-blocks each ordered as an IQ4_NL block.
 struct IQ4_XS {
@@ -239,9 +229,7 @@ struct Q5 {
   static constexpr bool kHasSkew = false;
   template <class F>
   [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
-    uint32_t qh;
-    std::memcpy(&qh, w.qh, sizeof qh);
-    const __m256i q = _mm256_or_si256(kquant::nibbles_of_16(w.qs), kquant::bits_to_bytes(qh, 0x10));
+    const __m256i q = kquant::q5_quants(w);
     if constexpr (kMin)
       f(0, UnsignedBytes{q}, f16(w.d), f16(w.m));
     else
