@@ -5,6 +5,9 @@
 #include <random>
 #include <vector>
 
+#include "ggml-like/core/types.h"
+#include "ggml-like/quant/quant.h"
+
 namespace latte::testing {
 
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
@@ -30,6 +33,28 @@ inline std::vector<float> hidden_state_like(std::mt19937& rng, std::normal_distr
     }
   }
   return x;
+}
+
+// `rows` weight rows of n values quantized to type t (bytes, stride apart) and dequantized back
+// (values): rows of different magnitudes (0.02 to 0.1 times `normal`), every third one (or, with
+// offset_all, every one) offset by 0.05 so that mins and zero points take part.
+struct QuantizedRows {
+  size_t stride;
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;
+};
+inline QuantizedRows quantized_rows(ggl::Type t, int64_t rows, int64_t n, std::mt19937& rng,
+                                    std::normal_distribution<float>& normal, bool offset_all = false) {
+  QuantizedRows out{ggl::row_bytes(t, n), {}, std::vector<float>(rows * n)};
+  out.bytes.resize(out.stride * rows);
+  std::vector<float> src(n);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float scale = 0.02f * static_cast<float>(1 + r % 5), offset = (offset_all || r % 3 == 1) ? 0.05f : 0.0f;
+    for (float& v : src) v = normal(rng) * scale + offset;
+    ggl::quantize_row(t, src.data(), out.bytes.data() + r * out.stride, n);
+    ggl::dequantize_row(t, out.bytes.data() + r * out.stride, out.values.data() + r * n, n);
+  }
+  return out;
 }
 
 }  // namespace latte::testing

@@ -77,16 +77,12 @@ void check(const Api& ig, Path path, const Case& k, uint32_t seed) {
   if (!ig.supports(k.type, k.n)) GTEST_SKIP() << "this kernel set has no " << ig.name << " GEMM: the float path is used";
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const size_t stride = ggl::row_bytes(k.type, k.n);
-  std::vector<uint8_t> w(stride * k.rows);
-  std::vector<float> wf(k.rows * k.n), src(k.n);
-  for (int64_t r = 0; r < k.rows; ++r) {
-    // Offset rows for the types with a min, and rows of different magnitudes.
-    const float offset = (k.type == Type::Q4_1 || r % 3 == 1) ? 0.05f : 0.0f;
-    for (float& v : src) v = normal(rng) * 0.02f * static_cast<float>(1 + r % 5) + offset;
-    ggl::quantize_row(k.type, src.data(), w.data() + r * stride, k.n);
-    ggl::dequantize_row(k.type, w.data() + r * stride, wf.data() + r * k.n, k.n);
-  }
+  // Every Q4_1 row offset: its min takes part throughout.
+  const latte::testing::QuantizedRows q =
+      latte::testing::quantized_rows(k.type, k.rows, k.n, rng, normal, k.type == Type::Q4_1);
+  const size_t stride = q.stride;
+  const std::vector<uint8_t>& w = q.bytes;
+  const std::vector<float>& wf = q.values;
   // Activations with an outlier, a block of zeros and a tiny block, as real hidden states have.
   const std::vector<float> x = latte::testing::hidden_state_like(rng, normal, k.cols, k.n, 7);
 

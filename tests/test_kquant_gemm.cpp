@@ -60,16 +60,10 @@ void check(const ggl::IntGemm& gemm, const Case& k, uint32_t seed) {
   ASSERT_TRUE(gemm.supports(k.type, k.n));
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const size_t stride = ggl::row_bytes(k.type, k.n);
-  std::vector<uint8_t> w(stride * k.rows);
-  std::vector<float> wf(k.rows * k.n), src(k.n);
-  for (int64_t r = 0; r < k.rows; ++r) {
-    // Rows of different magnitudes, some offset (exercising the mins and zero points).
-    const float scale = 0.02f * static_cast<float>(1 + r % 5), offset = (r % 3 == 1) ? 0.05f : 0.0f;
-    for (float& v : src) v = normal(rng) * scale + offset;
-    ggl::quantize_row(k.type, src.data(), w.data() + r * stride, k.n);
-    ggl::dequantize_row(k.type, w.data() + r * stride, wf.data() + r * k.n, k.n);
-  }
+  const latte::testing::QuantizedRows q = latte::testing::quantized_rows(k.type, k.rows, k.n, rng, normal);
+  const size_t stride = q.stride;
+  const std::vector<uint8_t>& w = q.bytes;
+  const std::vector<float>& wf = q.values;
   // Activations with an outlier, a block of zeros and a tiny block, as real hidden states have.
   const std::vector<float> x = latte::testing::hidden_state_like(rng, normal, k.cols, k.n, 37);
 
