@@ -259,7 +259,8 @@ void pack_unpacked_panel(const uint8_t* w, size_t row_stride, int64_t rows, int6
         uint8_t* pb = first + s * Block::kBytes;
         VecF::load_aligned(d[s]).store_aligned(reinterpret_cast<float*>(pb + Block::kScalesOffset) + g * kLanes);
         VecF::load_aligned(m[s]).store_aligned(reinterpret_cast<float*>(pb + Block::kMinsOffset) + g * kLanes);
-        VecF::load_aligned(skew[s]).store_aligned(reinterpret_cast<float*>(pb + Block::kSkewsOffset) + g * kLanes);
+        if constexpr (Kind::kHasSkew)  // read only by the Q2_K tiles
+          VecF::load_aligned(skew[s]).store_aligned(reinterpret_cast<float*>(pb + Block::kSkewsOffset) + g * kLanes);
         if (count > 0) Format::Dot::pack_words(q[s], pb + g * Block::kGroupBytes);
       }
     }
