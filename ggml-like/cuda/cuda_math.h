@@ -1,0 +1,227 @@
+// The per-thread arithmetic of the CUDA kernels, written once for the device and the host: element
+// decode and encode (f16, bf16, q8_0), the rotary angle with the YaRN ramp, the online-softmax
+// steps and the merge of partial states, and the top-k ordering. Under nvcc the functions are
+// __host__ __device__; for the ordinary C++ compiler GGL_HD is empty and this header needs no
+// CUDA header, so the default build's tests (tests/test_cuda_host_math.cpp) check this code
+// against the CPU backend's ops on a machine without a GPU. Each function mirrors the CPU op it
+// names; where the CPU's result is exact (conversions, q8_0 bytes, top-k indices) so is this.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define GGL_HD __host__ __device__
+#else
+#define GGL_HD
+#endif
+
+namespace ggl::cuda {
+
+// Element types the row movers and attention read and write (ggl::Type's subset, by name: the
+// kernels cannot include ggl's type headers' dependents).
+enum class Elem : int32_t { kF32, kF16, kBF16, kQ8_0 };
+
+inline constexpr int kQ8Block = 32;       // values per q8_0 block
+inline constexpr int kQ8BlockBytes = 34;  // fp16 scale, then 32 int8
+
+GGL_HD inline float bits_to_float(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+GGL_HD inline uint32_t float_to_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// ---- element decode and encode (bit-exact with core/fp16.h and quant/legacy.h) -------------------
+
+GGL_HD inline float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0x1f) return bits_to_float(sign | 0x7f800000u | (mant << 13) | (mant ? 0x00400000u : 0u));
+  if (exp == 0) return bits_to_float(sign | float_to_bits(static_cast<float>(mant) * 5.9604644775390625e-8f));
+  return bits_to_float(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+// Round to nearest even; overflow to infinity; NaN stays a quiet NaN with its top payload bits.
+GGL_HD inline uint16_t float_to_half(float f) {
+  const uint32_t u = float_to_bits(f);
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  const uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+  if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (a >= 0x38800000u) {
+    const uint32_t rebiased = a - (112u << 23);
+    return static_cast<uint16_t>(sign | ((rebiased + 0xfffu + ((rebiased >> 13) & 1u)) >> 13));
+  }
+  const uint32_t exp = a >> 23;
+  if (exp < 102) return sign;
+  const uint32_t mant = (a & 0x7fffffu) | 0x800000u;
+  const uint32_t shift = 126 - exp;
+  uint32_t h = mant >> shift;
+  const uint32_t rest = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+  if (rest > half || (rest == half && (h & 1u))) ++h;
+  return static_cast<uint16_t>(sign | h);
+}
+
+GGL_HD inline float bf16_to_float(uint16_t b) { return bits_to_float(static_cast<uint32_t>(b) << 16); }
+
+GGL_HD inline uint16_t float_to_bf16(float f) {
+  const uint32_t u = float_to_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+// Two bytes little-endian, with no alignment assumed (a q8_0 block is 34 bytes).
+GGL_HD inline uint16_t load_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+
+// Element i of a row of type t.
+GGL_HD inline float load_element(Elem t, const uint8_t* row, int64_t i) {
+  switch (t) {
+    case Elem::kF32: return reinterpret_cast<const float*>(row)[i];
+    case Elem::kF16: return half_to_float(reinterpret_cast<const uint16_t*>(row)[i]);
+    case Elem::kBF16: return bf16_to_float(reinterpret_cast<const uint16_t*>(row)[i]);
+    case Elem::kQ8_0: {
+      const uint8_t* block = row + (i / kQ8Block) * kQ8BlockBytes;
+      return half_to_float(load_u16(block)) * static_cast<float>(static_cast<int8_t>(block[2 + i % kQ8Block]));
+    }
+  }
+  return 0.0f;
+}
+
+// q8_0 of one block: the scale from the block's largest magnitude, then each value's quant.
+GGL_HD inline float q8_0_scale(float amax) { return amax / 127.0f; }
+GGL_HD inline int8_t q8_0_quant(float x, float scale) {
+  const float inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
+  const float r = roundf(x * inverse);  // halfway cases away from zero, as the CPU's std::round
+  return static_cast<int8_t>(r >= 127.0f ? 127 : r <= -128.0f ? -128 : static_cast<int>(r));
+}
+
+// ---- rotary embedding (cpu/simd/op_rope.cpp) -----------------------------------------------------
+
+// The rope parameters a kernel needs, with the YaRN ramp's ends worked out once (rope_ramp).
+struct RopeArgs {
+  int n_rot;
+  int neox;  // pairs (i, i + n_rot / 2) instead of (2i, 2i + 1)
+  float freq_base, freq_scale, ext_factor, attn_factor;
+  float ramp_low, ramp_high;  // pair indices where the YaRN ramp starts and ends
+};
+
+// The pair index at which a frequency completes `rotations` turns over n_ctx_orig positions.
+GGL_HD inline float yarn_corr_dim(int n_rot, int n_ctx_orig, float rotations, float base) {
+  return static_cast<float>(n_rot) *
+         logf(static_cast<float>(n_ctx_orig) / (rotations * 2.0f * 3.14159265358979323846f)) / (2.0f * logf(base));
+}
+
+// Fills ramp_low / ramp_high as the CPU op does (zero without YaRN). Called on the host.
+GGL_HD inline void rope_ramp(RopeArgs& r, int n_ctx_orig, float beta_fast, float beta_slow) {
+  r.ramp_low = r.ramp_high = 0.0f;
+  if (r.ext_factor == 0.0f) return;
+  r.ramp_low = fmaxf(0.0f, floorf(yarn_corr_dim(r.n_rot, n_ctx_orig, beta_fast, r.freq_base)));
+  r.ramp_high = fminf(static_cast<float>(r.n_rot - 1), ceilf(yarn_corr_dim(r.n_rot, n_ctx_orig, beta_slow, r.freq_base)));
+}
+
+// cos and sin (times attn_factor) of pair i at position pos; freq_factor divides the original
+// frequency (1 when the model has no per-pair factors). In double, as the CPU.
+GGL_HD inline void rope_cos_sin(const RopeArgs& r, int i, int32_t pos, float freq_factor, float* c, float* s) {
+  double extrap = static_cast<double>(pos) * pow(static_cast<double>(r.freq_base), -2.0 * i / r.n_rot);
+  extrap /= freq_factor;
+  const double interp = extrap * r.freq_scale;
+  double theta = interp;
+  if (r.ext_factor != 0.0f) {
+    // ramp = 1 for high frequencies (keep the original angle), 0 for low ones (interpolate).
+    const float y = (static_cast<float>(i) - r.ramp_low) / fmaxf(0.001f, r.ramp_high - r.ramp_low);
+    const double mix = (1.0f - fminf(fmaxf(y, 0.0f), 1.0f)) * r.ext_factor;
+    theta = interp * (1.0 - mix) + extrap * mix;
+  }
+  *c = static_cast<float>(cos(theta)) * r.attn_factor;
+  *s = static_cast<float>(sin(theta)) * r.attn_factor;
+}
+
+// The two elements pair i rotates.
+GGL_HD inline void rope_pair(const RopeArgs& r, int i, int* i0, int* i1) {
+  *i0 = r.neox ? i : 2 * i;
+  *i1 = r.neox ? i + r.n_rot / 2 : 2 * i + 1;
+}
+
+// ---- online softmax (cpu/simd/op_attention.cpp) --------------------------------------------------
+// A query's running state over the keys seen: m the largest score, l the sum of exp(score - m);
+// the accumulator (sum of exp(score - m) * v) lives with the caller. l == 0 means no key yet.
+
+struct SoftmaxState {
+  float m;
+  float l;
+};
+GGL_HD inline SoftmaxState softmax_empty() { return {-INFINITY, 0.0f}; }
+
+// Takes a tile of n scores: raises the max, replaces each score by its weight exp(score - m),
+// adds the weights to l, and returns the factor the accumulator must be multiplied by first.
+GGL_HD inline float softmax_tile(SoftmaxState& s, float* scores, int n) {
+  float m = s.m;
+  for (int j = 0; j < n; ++j) m = fmaxf(m, scores[j]);
+  const float keep = s.l > 0.0f ? expf(s.m - m) : 0.0f;
+  float l = s.l * keep;
+  for (int j = 0; j < n; ++j) {
+    scores[j] = expf(scores[j] - m);
+    l += scores[j];
+  }
+  s = {m, l};
+  return keep;
+}
+
+// Merging partial states (key ranges of the same query): with m the largest m of the non-empty
+// parts, each part's accumulator and l are weighed by merge_weight(part, m).
+GGL_HD inline float merge_weight(SoftmaxState part, float m) { return part.l > 0.0f ? expf(part.m - m) : 0.0f; }
+GGL_HD inline float merge_max(float m, SoftmaxState part) { return part.l > 0.0f ? fmaxf(m, part.m) : m; }
+// 1 / l, or 0 for a query that saw no key (its output is zeros, as the CPU's).
+GGL_HD inline float softmax_inverse(float l) { return l > 0.0f ? 1.0f / l : 0.0f; }
+
+// Keys [0, visible) a query at position pos sees among n_kv cached ones.
+GGL_HD inline int64_t visible_keys(int32_t pos, int64_t n_kv) {
+  const int64_t v = static_cast<int64_t>(pos) + 1;
+  return v < 0 ? 0 : v > n_kv ? n_kv : v;
+}
+
+// Split-K over the cache: keys per split, a multiple of tile, so that `splits` parts cover n_kv.
+GGL_HD inline int64_t split_keys(int64_t n_kv, int splits, int tile) {
+  const int64_t per = (n_kv + splits - 1) / splits;
+  return (per + tile - 1) / tile * tile;
+}
+
+// ---- top-k (cpu/simd/op_topk.cpp) ---------------------------------------------------------------
+
+// Whether (va, ia) comes before (vb, ib): larger value first, ties to the lower index. Ranks both
+// the values and (by their scores) the groups, as the CPU's partial_sort and stable_sort.
+GGL_HD inline bool topk_before(float va, int32_t ia, float vb, int32_t ib) {
+  return va > vb || (va == vb && ia < ib);
+}
+
+// A group's score: the sum of its two largest values (its value when it has one member).
+GGL_HD inline float group_score(const float* v, int64_t group) {
+  float best = v[0], second = -INFINITY;
+  for (int64_t j = 1; j < group; ++j) {
+    if (v[j] > best) {
+      second = best;
+      best = v[j];
+    } else if (v[j] > second) {
+      second = v[j];
+    }
+  }
+  return group > 1 ? best + second : best;
+}
+
+// The best candidate among v[begin], v[begin + stride], ... below end whose flag is set, merged into
+// (best_v, best_i) (best_i < 0: none yet). One lane's share of a selection round.
+GGL_HD inline void topk_scan(const float* v, const uint8_t* allowed, int64_t begin, int64_t end, int64_t stride,
+                             float& best_v, int32_t& best_i) {
+  for (int64_t j = begin; j < end; j += stride)
+    if (allowed[j] && (best_i < 0 || topk_before(v[j], static_cast<int32_t>(j), best_v, best_i))) {
+      best_v = v[j];
+      best_i = static_cast<int32_t>(j);
+    }
+}
+
+}  // namespace ggl::cuda
