@@ -2,7 +2,10 @@
 
 #include <cublas_v2.h>
 
+#include <algorithm>
+
 #include "ggml-like/core/error.h"
+#include "ggml-like/cuda/cuda_graph_replay.h"
 #include "ggml-like/cuda/cuda_ops.h"
 
 namespace ggl {
@@ -10,16 +13,28 @@ namespace ggl {
 struct CudaBackend::State {
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
+  void* cublas_workspace = nullptr;
 };
 
-CudaBackend::CudaBackend(int device) : device_(device), name_("cuda" + std::to_string(device)), state_(new State) {
+// cuBLAS's own workspace: with one it never allocates inside a captured graph (cuda_graph_replay.h).
+constexpr size_t kCublasWorkspace = 32u << 20;
+
+CudaBackend::CudaBackend(int device)
+    : device_(device), name_("cuda" + std::to_string(device)), state_(new State), replay_(new cuda::GraphReplay) {
   cuda::check(cudaSetDevice(device_), "cudaSetDevice");
   cuda::check(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking), "cudaStreamCreate");
   if (cublasCreate(&state_->cublas) != CUBLAS_STATUS_SUCCESS) fail("cuda: cublasCreate failed on {}", name_);
+  cuda::check(cudaMalloc(&state_->cublas_workspace, kCublasWorkspace), "cudaMalloc (cuBLAS workspace)");
+  if (cublasSetWorkspace(state_->cublas, state_->cublas_workspace, kCublasWorkspace) != CUBLAS_STATUS_SUCCESS)
+    fail("cuda: cublasSetWorkspace failed on {}", name_);
 }
 
 CudaBackend::~CudaBackend() {
+  if (state_->stream) cudaStreamSynchronize(state_->stream);
+  replay_.reset();
   arena_.reset();
+  work_.reset();
+  if (state_->cublas_workspace) cudaFree(state_->cublas_workspace);
   if (state_->cublas) cublasDestroy(state_->cublas);
   if (state_->stream) cudaStreamDestroy(state_->stream);
 }
@@ -58,10 +73,21 @@ void CudaBackend::compute(Graph& graph) {
     arena_ = allocate(plan.size);
   }
   bind_arena(graph, plan, arena_->base(), name_);
-  for (const Tensor* n : graph.nodes()) {
-    if (n->op == Op::kMulMat) cuda::run_matmul(*n, state_->stream, state_->cublas);
-    else cuda::run_elementwise(*n, state_->stream);
+  size_t work = 0;
+  for (const Tensor* n : graph.nodes()) work = std::max(work, cuda::attention_work_bytes(*n));
+  if (work > 0 && (!work_ || work_->size() < work)) {
+    synchronize();  // kernels of the last graph may still use the old buffer
+    work_.reset();
+    work_ = allocate(work);
   }
+  void* work_base = work_ ? work_->base() : nullptr;
+  replay_->run(graph, {arena_->base(), work_base}, state_->stream, [&] {
+    for (const Tensor* n : graph.nodes()) {
+      if (cuda::run_graph_op(*n, state_->stream, work_base)) continue;
+      if (n->op == Op::kMulMat) cuda::run_matmul(*n, state_->stream, state_->cublas);
+      else cuda::run_elementwise(*n, state_->stream);
+    }
+  });
 }
 
 namespace cuda {
@@ -76,7 +102,30 @@ Shape shape_of(const Tensor& t) {
            static_cast<int64_t>(t.nb[3])}};
 }
 
+bool run_graph_op(const Tensor& node, cudaStream_t stream, void* work) {
+  switch (node.op) {
+    case Op::kRope: run_rope(node, stream); return true;
+    case Op::kTopK: run_top_k(node, stream); return true;
+    case Op::kConcat:
+    case Op::kCont:
+    case Op::kCopy:
+    case Op::kSumRows: run_rows(node, stream); return true;
+    case Op::kFlashAttn: run_attention(node, stream, work); return true;
+    default: return false;
+  }
+}
+
 bool supports(const Tensor& node) {
+  switch (node.op) {  // ops with their own rules on element types and layouts
+    case Op::kRope: return supports_rope(node);
+    case Op::kTopK: return supports_top_k(node);
+    case Op::kConcat:
+    case Op::kCont:
+    case Op::kCopy:
+    case Op::kSumRows: return supports_rows(node);
+    case Op::kFlashAttn: return supports_attention(node);
+    default: break;
+  }
   const auto f32_rows = [](const Tensor* t) { return !t || (t->type == Type::F32 && t->rows_contiguous()); };
   for (const Tensor* s : node.src)
     if (!f32_rows(s)) return false;

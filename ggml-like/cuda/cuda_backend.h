@@ -1,5 +1,7 @@
 // The CUDA backend: one device, its memory (cudaMalloc), one stream for copies and kernels, a
 // cuBLAS handle, and an arena for intermediate results planned like the CPU's (graph_plan.h).
+// A graph's launches are captured into a CUDA graph and replayed when it comes again
+// (cuda_graph_replay.h; LATTE_CUDA_GRAPHS=0 turns that off).
 // It runs the ops of cuda_ops.h; the scheduler (graph_split.h) sends it only those.
 // Compiled with -DLATTE_CUDA=ON only. Not yet run on a GPU: see docs/offload.md.
 #pragma once
@@ -8,6 +10,10 @@
 
 #include "ggml-like/graph/graph_backend.h"
 #include "ggml-like/graph/graph_plan.h"
+
+namespace ggl::cuda {
+class GraphReplay;
+}
 
 namespace ggl {
 
@@ -36,6 +42,8 @@ class CudaBackend final : public Backend {
   std::unique_ptr<State> state_;
   PlanCache plans_;
   std::unique_ptr<BackendBuffer> arena_;
+  std::unique_ptr<BackendBuffer> work_;  // scratch of kernels that need it (the MLA decode's splits)
+  std::unique_ptr<cuda::GraphReplay> replay_;
 };
 
 }  // namespace ggl

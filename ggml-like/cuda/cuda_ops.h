@@ -4,8 +4,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <optional>
+
 #include "ggml-like/core/tensor.h"
 #include "ggml-like/cuda/cuda_kernels.h"
+#include "ggml-like/cuda/cuda_op_kernels.h"
 
 namespace ggl::cuda {
 
@@ -20,5 +23,28 @@ Shape shape_of(const Tensor& t);
 void run_elementwise(const Tensor& node, cudaStream_t stream);
 // op_matmul.cpp: mul_mat with f32 weights (cuBLAS).
 void run_matmul(const Tensor& node, cudaStream_t stream, cublasHandle_t cublas);
+
+// ---- rope, top-k, row movers, attention (kernels declared in cuda_op_kernels.h) -------------
+// supports_<family>: whether the node is of the family and its types and layouts have a kernel.
+// f32 with contiguous rows (null: no).
+bool f32_rows(const Tensor* t);
+// The kernels' element type of t, for f32, f16, bf16 and q8_0.
+std::optional<Elem> elem_of(Type t);
+// op_rope.cpp
+bool supports_rope(const Tensor& node);
+void run_rope(const Tensor& node, cudaStream_t stream);
+// op_topk.cpp
+bool supports_top_k(const Tensor& node);
+void run_top_k(const Tensor& node, cudaStream_t stream);
+// op_rows.cpp: concat, cont, copy, sum_rows.
+bool supports_rows(const Tensor& node);
+void run_rows(const Tensor& node, cudaStream_t stream);
+// op_attention.cpp: flash_attn; the MLA decode kernel needs attention_work_bytes(node) of device
+// memory at work.
+bool supports_attention(const Tensor& node);
+size_t attention_work_bytes(const Tensor& node);
+void run_attention(const Tensor& node, cudaStream_t stream, void* work);
+// Runs node if it is one of the above families (true), else leaves it (false).
+bool run_graph_op(const Tensor& node, cudaStream_t stream, void* work);
 
 }  // namespace ggl::cuda
