@@ -10,11 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__CUDACC__)
-#define GGL_HD __host__ __device__
-#else
-#define GGL_HD
-#endif
+#include "ggml-like/core/half_bits.h"  // GGL_HD, half_to_float, float_to_half, bf16_to_float, float_to_bf16
 
 namespace ggl::cuda {
 
@@ -25,55 +21,9 @@ enum class Elem : int32_t { kF32, kF16, kBF16, kQ8_0 };
 inline constexpr int kQ8Block = 32;       // values per q8_0 block
 inline constexpr int kQ8BlockBytes = 34;  // fp16 scale, then 32 int8
 
-GGL_HD inline float bits_to_float(uint32_t u) {
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-GGL_HD inline uint32_t float_to_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  return u;
-}
-
 // ---- element decode and encode (bit-exact with core/fp16.h and quant/legacy.h) -------------------
-
-GGL_HD inline float half_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-  if (exp == 0x1f) return bits_to_float(sign | 0x7f800000u | (mant << 13) | (mant ? 0x00400000u : 0u));
-  if (exp == 0) return bits_to_float(sign | float_to_bits(static_cast<float>(mant) * 5.9604644775390625e-8f));
-  return bits_to_float(sign | ((exp + 112) << 23) | (mant << 13));
-}
-
-// Round to nearest even; overflow to infinity; NaN stays a quiet NaN with its top payload bits.
-GGL_HD inline uint16_t float_to_half(float f) {
-  const uint32_t u = float_to_bits(f);
-  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
-  const uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
-  if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (a >= 0x38800000u) {
-    const uint32_t rebiased = a - (112u << 23);
-    return static_cast<uint16_t>(sign | ((rebiased + 0xfffu + ((rebiased >> 13) & 1u)) >> 13));
-  }
-  const uint32_t exp = a >> 23;
-  if (exp < 102) return sign;
-  const uint32_t mant = (a & 0x7fffffu) | 0x800000u;
-  const uint32_t shift = 126 - exp;
-  uint32_t h = mant >> shift;
-  const uint32_t rest = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-  if (rest > half || (rest == half && (h & 1u))) ++h;
-  return static_cast<uint16_t>(sign | h);
-}
-
-GGL_HD inline float bf16_to_float(uint16_t b) { return bits_to_float(static_cast<uint32_t>(b) << 16); }
-
-GGL_HD inline uint16_t float_to_bf16(float f) {
-  const uint32_t u = float_to_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
+// f16 and bf16 scalars: core/half_bits.h (ggl::half_to_float, float_to_half, bf16_to_float,
+// float_to_bf16), the CPU's own conversions.
 
 // Two bytes little-endian, with no alignment assumed (a q8_0 block is 34 bytes).
 GGL_HD inline uint16_t load_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
