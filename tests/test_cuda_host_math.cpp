@@ -158,7 +158,7 @@ std::vector<int32_t> warp_top_k(const float* v, int64_t n, const ggl::TopKParams
       int32_t ni[kLanes];
       for (int lane = 0; lane < kLanes; ++lane) {
         const int other = lane ^ o;
-        const bool take = bi[other] >= 0 && (bi[lane] < 0 || cm::topk_before(bv[other], bi[other], bv[lane], bi[lane]));
+        const bool take = bi[other] >= 0 && (bi[lane] < 0 || ggl::topk_before(bv[other], bi[other], bv[lane], bi[lane]));
         nv[lane] = take ? bv[other] : bv[lane];
         ni[lane] = take ? bi[other] : bi[lane];
       }
@@ -173,7 +173,7 @@ std::vector<int32_t> warp_top_k(const float* v, int64_t n, const ggl::TopKParams
     const int64_t group = n / p.n_groups;
     std::vector<float> scores(p.n_groups);
     std::vector<uint8_t> free(p.n_groups, 1);
-    for (int g = 0; g < p.n_groups; ++g) scores[g] = cm::group_score(v + g * group, group);
+    for (int g = 0; g < p.n_groups; ++g) scores[g] = ggl::topk_group_score(v + g * group, group);
     for (int round = 0; round < p.n_groups_used; ++round) {
       const int32_t g = warp_best(scores.data(), free.data(), p.n_groups);
       std::fill(allowed.begin() + g * group, allowed.begin() + (g + 1) * group, 1);

@@ -6,13 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#if !defined(GGL_HD)
-#if defined(__CUDACC__)
-#define GGL_HD __host__ __device__
-#else
-#define GGL_HD
-#endif
-#endif
+#include "ggml-like/core/host_device.h"
 
 namespace ggl {
 

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "ggml-like/core/half_bits.h"  // GGL_HD, half_to_float, float_to_half, bf16_to_float, float_to_bf16
+#include "ggml-like/core/top_k_rule.h"  // topk_before, topk_group_score
 
 namespace ggl::cuda {
 
@@ -143,25 +144,7 @@ GGL_HD inline int64_t split_keys(int64_t n_kv, int splits, int tile) {
 
 // ---- top-k (cpu/simd/op_topk.cpp) ---------------------------------------------------------------
 
-// Whether (va, ia) comes before (vb, ib): larger value first, ties to the lower index. Ranks both
-// the values and (by their scores) the groups, as the CPU's partial_sort and stable_sort.
-GGL_HD inline bool topk_before(float va, int32_t ia, float vb, int32_t ib) {
-  return va > vb || (va == vb && ia < ib);
-}
-
-// A group's score: the sum of its two largest values (its value when it has one member).
-GGL_HD inline float group_score(const float* v, int64_t group) {
-  float best = v[0], second = -INFINITY;
-  for (int64_t j = 1; j < group; ++j) {
-    if (v[j] > best) {
-      second = best;
-      best = v[j];
-    } else if (v[j] > second) {
-      second = v[j];
-    }
-  }
-  return group > 1 ? best + second : best;
-}
+// The order itself, topk_before and topk_group_score: core/top_k_rule.h, the CPU op's.
 
 // The best candidate among v[begin], v[begin + stride], ... below end whose flag is set, merged into
 // (best_v, best_i) (best_i < 0: none yet). One lane's share of a selection round.

@@ -1,8 +1,8 @@
-// Top-k per row (mixture-of-experts routing): one warp per row. Group-limited mode first scores the
-// groups (a lane per group, cuda_math.h's group_score) and keeps the best n_groups_used; then k
-// rounds each pick the best candidate still allowed: every lane scans its strided share
-// (topk_scan), the warp reduces with topk_before, and the winner is struck out. Same order as the
-// CPU's partial_sort (larger first, ties to the lower index), so the same indices.
+// Top-k per row (mixture-of-experts routing): one warp per row. Group-limited mode first scores
+// the groups (a lane per group, core/top_k_rule.h's topk_group_score) and keeps the best
+// n_groups_used; then k rounds each pick the best candidate still allowed: every lane scans its
+// strided share (topk_scan), the warp reduces with topk_before, and the winner is struck out.
+// Same order as the CPU's partial_sort (larger first, ties to the lower index), so the same indices.
 #include "ggml-like/cuda/cuda_op_kernels.h"
 
 namespace ggl::cuda {
@@ -37,7 +37,7 @@ __global__ void top_k_rows(const void* a, Shape as, void* out, Shape os, int k, 
   } else {
     const int64_t group = n / n_groups;
     for (int g = lane; g < n_groups; g += kWarp) {
-      scores[g] = group_score(v + g * group, group);
+      scores[g] = topk_group_score(v + g * group, group);
       group_free[g] = 1;
     }
     for (int64_t j = lane; j < n; j += kWarp) allowed[j] = 0;

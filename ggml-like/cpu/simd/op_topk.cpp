@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "ggml-like/core/top_k_rule.h"
 #include "ggml-like/cpu/cpu_kernels.h"
 #include "ggml-like/graph/graph.h"
 
@@ -36,24 +37,12 @@ void cpu_top_k(const Tensor& dst, const CpuThread& th) {
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t i1 = r % a.ne[1], i2 = (r / a.ne[1]) % a.ne[2], i3 = r / (a.ne[1] * a.ne[2]);
     const float* v = a.f32_row(i1, i2, i3);
-    auto before = [v](int32_t x, int32_t y) { return v[x] > v[y] || (v[x] == v[y] && x < y); };
+    auto before = [v](int32_t x, int32_t y) { return topk_before(v[x], x, v[y], y); };
 
     int64_t candidates = n;
     std::iota(idx, idx + n, 0);
     if (p.n_groups > 1) {
-      for (int g = 0; g < p.n_groups; ++g) {
-        const float* gv = v + g * group;
-        float best = gv[0], second = -INFINITY;
-        for (int64_t j = 1; j < group; ++j) {
-          if (gv[j] > best) {
-            second = best;
-            best = gv[j];
-          } else if (gv[j] > second) {
-            second = gv[j];
-          }
-        }
-        group_score[g] = group > 1 ? best + second : best;
-      }
+      for (int g = 0; g < p.n_groups; ++g) group_score[g] = topk_group_score(v + g * group, group);
       // Rank the groups, then keep the members of the best ones (in index order).
       std::iota(groups, groups + p.n_groups, 0);
       std::stable_sort(groups, groups + p.n_groups,
