@@ -107,22 +107,22 @@ void check_rope(const ggl::RopeParams& p, bool with_factors) {
   Graph g;
   Tensor* a = g.external(Type::F32, std::vector<int64_t>{D, H, T}, x.data(), "x");
   Tensor* ff = with_factors ? g.external(Type::F32, std::vector<int64_t>{p.n_rot / 2}, factors.data(), "ff") : nullptr;
-  const std::vector<float> want = run_cpu(g, g.rope(a, g.input_i32(positions, "pos"), p, ff));
+  Tensor* node = g.rope(a, g.input_i32(positions, "pos"), p, ff);
+  const std::vector<float> want = run_cpu(g, node);
 
-  cm::RopeArgs r{p.n_rot, p.neox ? 1 : 0, p.freq_base, p.freq_scale, p.ext_factor, p.attn_factor, 0.0f, 0.0f};
-  cm::rope_ramp(r, p.n_ctx_orig, p.beta_fast, p.beta_slow);
+  const ggl::RopeArgs r = ggl::rope_args(*node);
   std::vector<float> got(x.size());
   for (int64_t t = 0; t < T; ++t) {
     std::vector<float> cs(p.n_rot);
     for (int i = 0; i < p.n_rot / 2; ++i)
-      cm::rope_cos_sin(r, i, positions[t], with_factors ? factors[i] : 1.0f, &cs[2 * i], &cs[2 * i + 1]);
+      ggl::rope_cos_sin(r, i, positions[t], with_factors ? factors[i] : 1.0f, &cs[2 * i], &cs[2 * i + 1]);
     for (int64_t h = 0; h < H; ++h) {
       const float* in = x.data() + (t * H + h) * D;
       float* out = got.data() + (t * H + h) * D;
       std::copy(in + p.n_rot, in + D, out + p.n_rot);
       for (int i = 0; i < p.n_rot / 2; ++i) {
         int i0, i1;
-        cm::rope_pair(r, i, &i0, &i1);
+        ggl::rope_pair(r, i, &i0, &i1);
         out[i0] = in[i0] * cs[2 * i] - in[i1] * cs[2 * i + 1];
         out[i1] = in[i0] * cs[2 * i + 1] + in[i1] * cs[2 * i];
       }

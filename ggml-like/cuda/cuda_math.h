@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "ggml-like/core/half_bits.h"  // GGL_HD, half_to_float, float_to_half, bf16_to_float, float_to_bf16
+#include "ggml-like/core/rope_math.h"   // RopeArgs, rope_ramp, rope_cos_sin, rope_pair
 #include "ggml-like/core/top_k_rule.h"  // topk_before, topk_group_score
 
 namespace ggl::cuda {
@@ -51,52 +52,7 @@ GGL_HD inline int8_t q8_0_quant(float x, float scale) {
   return static_cast<int8_t>(r >= 127.0f ? 127 : r <= -128.0f ? -128 : static_cast<int>(r));
 }
 
-// ---- rotary embedding (cpu/simd/op_rope.cpp) -----------------------------------------------------
-
-// The rope parameters a kernel needs, with the YaRN ramp's ends worked out once (rope_ramp).
-struct RopeArgs {
-  int n_rot;
-  int neox;  // pairs (i, i + n_rot / 2) instead of (2i, 2i + 1)
-  float freq_base, freq_scale, ext_factor, attn_factor;
-  float ramp_low, ramp_high;  // pair indices where the YaRN ramp starts and ends
-};
-
-// The pair index at which a frequency completes `rotations` turns over n_ctx_orig positions.
-GGL_HD inline float yarn_corr_dim(int n_rot, int n_ctx_orig, float rotations, float base) {
-  return static_cast<float>(n_rot) *
-         logf(static_cast<float>(n_ctx_orig) / (rotations * 2.0f * 3.14159265358979323846f)) / (2.0f * logf(base));
-}
-
-// Fills ramp_low / ramp_high as the CPU op does (zero without YaRN). Called on the host.
-GGL_HD inline void rope_ramp(RopeArgs& r, int n_ctx_orig, float beta_fast, float beta_slow) {
-  r.ramp_low = r.ramp_high = 0.0f;
-  if (r.ext_factor == 0.0f) return;
-  r.ramp_low = fmaxf(0.0f, floorf(yarn_corr_dim(r.n_rot, n_ctx_orig, beta_fast, r.freq_base)));
-  r.ramp_high = fminf(static_cast<float>(r.n_rot - 1), ceilf(yarn_corr_dim(r.n_rot, n_ctx_orig, beta_slow, r.freq_base)));
-}
-
-// cos and sin (times attn_factor) of pair i at position pos; freq_factor divides the original
-// frequency (1 when the model has no per-pair factors). In double, as the CPU.
-GGL_HD inline void rope_cos_sin(const RopeArgs& r, int i, int32_t pos, float freq_factor, float* c, float* s) {
-  double extrap = static_cast<double>(pos) * pow(static_cast<double>(r.freq_base), -2.0 * i / r.n_rot);
-  extrap /= freq_factor;
-  const double interp = extrap * r.freq_scale;
-  double theta = interp;
-  if (r.ext_factor != 0.0f) {
-    // ramp = 1 for high frequencies (keep the original angle), 0 for low ones (interpolate).
-    const float y = (static_cast<float>(i) - r.ramp_low) / fmaxf(0.001f, r.ramp_high - r.ramp_low);
-    const double mix = (1.0f - fminf(fmaxf(y, 0.0f), 1.0f)) * r.ext_factor;
-    theta = interp * (1.0 - mix) + extrap * mix;
-  }
-  *c = static_cast<float>(cos(theta)) * r.attn_factor;
-  *s = static_cast<float>(sin(theta)) * r.attn_factor;
-}
-
-// The two elements pair i rotates.
-GGL_HD inline void rope_pair(const RopeArgs& r, int i, int* i0, int* i1) {
-  *i0 = r.neox ? i : 2 * i;
-  *i1 = r.neox ? i + r.n_rot / 2 : 2 * i + 1;
-}
+// ---- rotary embedding: core/rope_math.h (RopeArgs, rope_cos_sin, rope_pair), the CPU op's -------
 
 // ---- online softmax (cpu/simd/op_attention.cpp) --------------------------------------------------
 // A query's running state over the keys seen: m the largest score, l the sum of exp(score - m);

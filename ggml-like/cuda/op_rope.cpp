@@ -3,16 +3,6 @@
 #include "ggml-like/graph/graph.h"
 
 namespace ggl::cuda {
-namespace {
-
-RopeArgs rope_args(const Tensor& node) {
-  const RopeParams p = rope_params(node);
-  RopeArgs r{p.n_rot, p.neox ? 1 : 0, p.freq_base, p.freq_scale, p.ext_factor, p.attn_factor, 0.0f, 0.0f};
-  rope_ramp(r, p.n_ctx_orig, p.beta_fast, p.beta_slow);
-  return r;
-}
-
-}  // namespace
 
 bool supports_rope(const Tensor& node) {
   const Tensor* a = node.src[0];

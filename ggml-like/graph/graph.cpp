@@ -272,6 +272,13 @@ RopeParams rope_params(const Tensor& t) {
   return p;
 }
 
+RopeArgs rope_args(const Tensor& t) {
+  const RopeParams p = rope_params(t);
+  RopeArgs r{p.n_rot, p.neox ? 1 : 0, p.freq_base, p.freq_scale, p.ext_factor, p.attn_factor, 0.0f, 0.0f};
+  rope_ramp(r, p.n_ctx_orig, p.beta_fast, p.beta_slow);
+  return r;
+}
+
 Tensor* Graph::top_k(Tensor* a, const TopKParams& p) {
   require_f32_rows(Op::kTopK, *a);
   const int64_t n = a->ne[0];

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "ggml-like/core/rope_math.h"
 #include "ggml-like/core/tensor.h"
 
 namespace ggl {
@@ -130,6 +131,8 @@ class Graph {
 
 // Parameters stored in a kRope / kTopK tensor.
 RopeParams rope_params(const Tensor& t);
+// A kRope tensor's parameters as the angle functions take them (core/rope_math.h).
+RopeArgs rope_args(const Tensor& t);
 TopKParams top_k_params(const Tensor& t);
 
 }  // namespace ggl
