@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 #include "ggml-like/cpu/cpu_backend.h"
 #include "ggml-like/graph/backend_registry.h"
 #include "ggml-like/graph/graph.h"
+#include "ggml-like/quant/quant.h"
 #include "tests/random_floats.h"
 
 namespace {
@@ -23,9 +25,21 @@ using ggl::Graph;
 using ggl::Tensor;
 using ggl::Type;
 
-// Makes an f32 leaf of shape ne with values drawn from seed, in the memory of the backend the
-// graph will run on.
-using Leaf = std::function<Tensor*(Graph&, std::vector<int64_t> ne, uint32_t seed)>;
+// Makes leaves in the memory of the backend the graph will run on: l(g, ne, seed) an f32 one of
+// shape ne with values drawn from seed, l(g, ne, seed, type) the same values stored as type (rows
+// quantized), l.bytes(...) one of given bytes.
+struct Leaf {
+  std::function<Tensor*(Graph&, std::vector<int64_t> ne, uint32_t seed, Type type)> make;
+  std::function<Tensor*(Graph&, Type type, std::vector<int64_t> ne, std::vector<uint8_t> bytes)> bytes;
+  Tensor* operator()(Graph& g, std::vector<int64_t> ne, uint32_t seed, Type type = Type::F32) const {
+    return make(g, std::move(ne), seed, type);
+  }
+  Tensor* i32(Graph& g, const std::vector<int32_t>& v) const {
+    std::vector<uint8_t> b(v.size() * sizeof(int32_t));
+    std::memcpy(b.data(), v.data(), b.size());
+    return bytes(g, Type::I32, {static_cast<int64_t>(v.size())}, std::move(b));
+  }
+};
 
 struct OpCase {
   const char* name;
@@ -37,6 +51,25 @@ size_t count(const std::vector<int64_t>& ne) {
   size_t n = 1;
   for (int64_t d : ne) n *= static_cast<size_t>(d);
   return n;
+}
+
+// f32 latents [512, 3] copied into rows 2..4 of a [576, 8] cache of type t; the cache read back.
+Tensor* copy_into_cache(Graph& g, const Leaf& l, Type t) {
+  Tensor* cache = l(g, {576, 8}, 60, t);
+  const size_t row = cache->nb[1];
+  g.copy(l(g, {512, 3}, 61), g.view(cache, {512, 3, 1, 1}, {cache->nb[0], row, row * 3, row * 3}, 2 * row));
+  return g.cont(cache);
+}
+
+// Absorbed MLA attention: q [576, 16, T] on a cache of n rows of type t (K the rows, V their first
+// 512 values), tokens at the given positions.
+Tensor* mla_decode(Graph& g, const Leaf& l, Type t, int64_t n, const std::vector<int32_t>& positions) {
+  Tensor* cache = l(g, {576, n}, 62, t);
+  const size_t row = cache->nb[1];
+  Tensor* K = g.view(cache, {576, 1, n, 1}, {cache->nb[0], row, row, row * n}, 0);
+  Tensor* V = g.view(cache, {512, 1, n, 1}, {cache->nb[0], row, row, row * n}, 0);
+  Tensor* q = g.scale(l(g, {576, 16, static_cast<int64_t>(positions.size())}, 63), 0.3f);
+  return g.flash_attn(q, K, V, l.i32(g, positions), 0.1352f);
 }
 
 const std::vector<OpCase>& cases() {
@@ -63,24 +96,95 @@ const std::vector<OpCase>& cases() {
          return g.silu(g.mul_mat(l(g, {64, 48}, 19), n));
        },
        1e-5f},
+      // ---- rope, top-k, row movers, flash attention ------------------------------------------
+      {"rope_yarn_strided",  // DeepSeek's q_pe: the rope part of wider rows, YaRN, normal pairs
+       [](Graph& g, const Leaf& l) {
+         Tensor* q = l(g, {96, 4, 3}, 40);
+         Tensor* pe = g.view(q, {64, 4, 3, 1}, {q->nb[0], q->nb[1], q->nb[2], q->nb[3]}, 32 * sizeof(float));
+         const ggl::RopeParams p{.n_rot = 64, .freq_scale = 1.0f / 40.0f, .ext_factor = 1.0f, .attn_factor = 1.3689f,
+                                 .n_ctx_orig = 4096};
+         return g.rope(pe, l.i32(g, {0, 5, 4000}), p);
+       },
+       1e-5f},
+      {"rope_neox_partial_freq_factors",
+       [](Graph& g, const Leaf& l) {
+         Tensor* factors = g.sigmoid(l(g, {16}, 41));
+         return g.rope(l(g, {64, 2, 4}, 42), l.i32(g, {0, 1, 2, 3}), {.n_rot = 32, .neox = true}, factors);
+       },
+       1e-5f},
+      {"top_k", [](Graph& g, const Leaf& l) { return g.top_k(l(g, {64, 5}, 43), {.k = 6}); }, 1e-6f},
+      {"top_k_groups",
+       [](Graph& g, const Leaf& l) { return g.top_k(l(g, {160, 3}, 44), {.k = 6, .n_groups = 8, .n_groups_used = 3}); },
+       1e-6f},
+      {"sum_rows", [](Graph& g, const Leaf& l) { return g.sum_rows(l(g, {100, 7}, 45)); }, 1e-6f},
+      {"concat_rows_of_permuted",  // MLA's absorbed query: [512, T, H] permuted, then the rope part
+       [](Graph& g, const Leaf& l) {
+         return g.concat(g.permute(l(g, {512, 2, 16}, 46), 0, 2, 1, 3), l(g, {64, 16, 2}, 47), 0);
+       },
+       1e-6f},
+      {"concat_dim1_broadcast", [](Graph& g, const Leaf& l) { return g.concat(l(g, {8, 3, 2}, 48), l(g, {8, 2, 1}, 49), 1); },
+       1e-6f},
+      {"cont_permuted", [](Graph& g, const Leaf& l) { return g.cont(g.permute(l(g, {32, 5, 3}, 50), 0, 2, 1, 3)); }, 1e-6f},
+      {"cont_cache_rope_part_q8_0",  // the naive MLA form's k_pe: the last 64 values of each cache row
+       [](Graph& g, const Leaf& l) {
+         Tensor* c = l(g, {576, 20}, 51, Type::Q8_0);
+         return g.cont(g.view(c, {64, 1, 20, 1}, {c->nb[0], c->nb[1], c->nb[1], c->nb[1] * 20}, ggl::row_bytes(Type::Q8_0, 512)));
+       },
+       1e-6f},
+      {"cont_cache_f16", [](Graph& g, const Leaf& l) { return g.cont(l(g, {576, 9}, 52, Type::F16)); }, 1e-6f},
+      {"cont_cache_bf16", [](Graph& g, const Leaf& l) { return g.cont(l(g, {128, 9}, 53, Type::BF16)); }, 1e-6f},
+      // Writes 3 latents into rows 2..4 of a cache, then reads the whole cache back as f32.
+      {"copy_into_cache_f16", [](Graph& g, const Leaf& l) { return copy_into_cache(g, l, Type::F16); }, 1e-6f},
+      {"copy_into_cache_bf16", [](Graph& g, const Leaf& l) { return copy_into_cache(g, l, Type::BF16); }, 1e-6f},
+      {"copy_into_cache_q8_0", [](Graph& g, const Leaf& l) { return copy_into_cache(g, l, Type::Q8_0); }, 1e-6f},
+      {"copy_into_cache_f32", [](Graph& g, const Leaf& l) { return copy_into_cache(g, l, Type::F32); }, 1e-6f},
+      // DeepSeek's absorbed MLA decode: 16 heads on one latent cache of 576-value rows, V its first 512.
+      {"flash_attn_mla_decode_f16",
+       [](Graph& g, const Leaf& l) { return mla_decode(g, l, Type::F16, 300, {299}); }, 1e-4f},
+      {"flash_attn_mla_decode_q8_0_two_tokens",
+       [](Graph& g, const Leaf& l) { return mla_decode(g, l, Type::Q8_0, 160, {150, 151}); }, 1e-4f},
+      {"flash_attn_mla_decode_bf16_long",
+       [](Graph& g, const Leaf& l) { return mla_decode(g, l, Type::BF16, 3000, {2999}); }, 1e-4f},
+      {"flash_attn_prefill_gqa_f16",  // 4 heads on 2 KV heads, 7 tokens after 5 cached, Dv not a multiple of 32
+       [](Graph& g, const Leaf& l) {
+         Tensor* K = l(g, {64, 2, 12}, 54, Type::F16);
+         Tensor* V = l(g, {48, 2, 12}, 55, Type::F16);
+         return g.flash_attn(l(g, {64, 4, 7}, 56), K, V, l.i32(g, {5, 6, 7, 8, 9, 10, 11}), 0.125f);
+       },
+       1e-4f},
+      {"flash_attn_prefill_mha_f32",  // MLA's naive form: per-head K and V in f32 (the CPU may take 16-bit integers)
+       [](Graph& g, const Leaf& l) {
+         return g.flash_attn(l(g, {96, 3, 10}, 57), l(g, {96, 3, 10}, 58), l(g, {64, 3, 10}, 59),
+                             l.i32(g, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}), 0.1f);
+       },
+       2e-3f},
   };
   return all;
 }
 
-// Runs a case on a backend: leaves in its memory (uploaded), the result read back.
+// Runs a case on a backend: leaves in its memory (uploaded), the result read back (i32 results
+// as floats).
 std::vector<float> run_case(const OpCase& c, Backend& backend) {
   std::vector<std::unique_ptr<ggl::BackendBuffer>> buffers;
-  std::vector<std::vector<float>> host;
-  const Leaf leaf = [&](Graph& g, std::vector<int64_t> ne, uint32_t seed) {
-    host.push_back(random_floats(count(ne), seed));
-    const size_t bytes = host.back().size() * sizeof(float);
+  std::vector<std::vector<uint8_t>> host;
+  Leaf leaf;
+  leaf.bytes = [&](Graph& g, Type type, std::vector<int64_t> ne, std::vector<uint8_t> bytes) {
+    host.push_back(std::move(bytes));
     void* data = host.back().data();
     if (backend.memory() == ggl::Memory::kDevice) {
-      buffers.push_back(backend.allocate(bytes));
-      backend.upload(buffers.back()->base(), data, bytes);
+      buffers.push_back(backend.allocate(host.back().size()));
+      backend.upload(buffers.back()->base(), data, host.back().size());
       data = buffers.back()->base();
     }
-    return g.external(Type::F32, ne, data, "leaf");
+    return g.external(type, ne, data, "leaf");
+  };
+  leaf.make = [&](Graph& g, std::vector<int64_t> ne, uint32_t seed, Type type) {
+    const std::vector<float> values = random_floats(count(ne), seed);
+    const int64_t rows = static_cast<int64_t>(values.size()) / ne[0];
+    std::vector<uint8_t> bytes(ggl::row_bytes(type, ne[0]) * rows);
+    for (int64_t r = 0; r < rows; ++r)
+      ggl::quantize_row(type, values.data() + r * ne[0], bytes.data() + r * ggl::row_bytes(type, ne[0]), ne[0]);
+    return leaf.bytes(g, type, std::move(ne), std::move(bytes));
   };
   Graph g;
   Tensor* out = c.build(g, leaf);
@@ -88,7 +192,14 @@ std::vector<float> run_case(const OpCase& c, Backend& backend) {
   backend.synchronize();
   backend.compute(g);
   std::vector<float> result(static_cast<size_t>(out->n_elements()));
-  backend.read(*out, result.data(), 0, result.size() * sizeof(float));
+  if (out->type == Type::I32) {
+    std::vector<int32_t> ids(result.size());
+    backend.read(*out, ids.data(), 0, ids.size() * sizeof(int32_t));
+    std::copy(ids.begin(), ids.end(), result.begin());
+  } else {
+    EXPECT_EQ(out->type, Type::F32) << c.name << ": compare f32 or i32 results";
+    backend.read(*out, result.data(), 0, result.size() * sizeof(float));
+  }
   return result;
 }
 
@@ -109,17 +220,79 @@ TEST(BackendOps, EveryOpAgainstTheCpu) {
     }
 }
 
+// Decode steps on a persistent cache: each writes its latent into the cache and attends over the
+// rows so far. Steps 2 and 3 repeat a graph kind with new shapes and pointers (captured again and
+// patched into the CUDA graph), step 4 repeats step 3 exactly (replayed as captured): each must
+// still match the CPU.
+TEST(BackendOps, RepeatedDecodeGraphsMatchTheCpu) {
+  auto backends = ggl::available_backends({.n_threads = 1, .gpus = true});
+  backends.pop_back();
+  if (backends.empty()) GTEST_SKIP() << "SKIPPED: no GPU backend (" << ggl::gpu_devices().why_none << ")";
+  constexpr int64_t kRow = 576, kHeads = 16, kRows = 64;
+  const size_t cache_bytes = ggl::row_bytes(Type::F16, kRow) * kRows;
+  ggl::CpuBackend cpu(1);
+  for (auto& backend : backends) {
+    // Each backend's buffers: the cache, the step's latent, query and position (same addresses every step).
+    struct Buffers {
+      std::vector<std::unique_ptr<ggl::BackendBuffer>> owned;
+      void* at[4];
+    };
+    const size_t sizes[4] = {cache_bytes, kRow * sizeof(float), kRow * kHeads * sizeof(float), sizeof(int32_t)};
+    const auto buffers_of = [&](Backend& b) {
+      Buffers bufs;
+      for (int i = 0; i < 4; ++i) {
+        bufs.owned.push_back(b.allocate(sizes[i]));
+        bufs.at[i] = bufs.owned.back()->base();
+      }
+      std::vector<uint8_t> cache(cache_bytes);
+      const std::vector<float> values = random_floats(kRow * kRows, 70);
+      for (int64_t r = 0; r < kRows; ++r)
+        ggl::quantize_row(Type::F16, values.data() + r * kRow, cache.data() + r * (cache_bytes / kRows), kRow);
+      b.upload(bufs.at[0], cache.data(), cache_bytes);
+      return bufs;
+    };
+    Buffers on_cpu = buffers_of(cpu), on_device = buffers_of(*backend);
+    const auto step = [&](Backend& b, Buffers& bufs, int32_t pos) {
+      const std::vector<float> latent = random_floats(kRow, 71 + pos), q = random_floats(kRow * kHeads, 72 + pos, 0.3f);
+      b.upload(bufs.at[1], latent.data(), sizes[1]);
+      b.upload(bufs.at[2], q.data(), sizes[2]);
+      b.upload(bufs.at[3], &pos, sizes[3]);
+      Graph g;
+      Tensor* cache = g.external(Type::F16, std::vector<int64_t>{kRow, kRows}, bufs.at[0], "cache");
+      const size_t row = cache->nb[1];
+      g.copy(g.external(Type::F32, std::vector<int64_t>{kRow, 1}, bufs.at[1], "latent"),
+             g.view(cache, {kRow, 1, 1, 1}, {cache->nb[0], row, row, row}, pos * row));
+      const int64_t n = pos + 1;
+      Tensor* K = g.view(cache, {kRow, 1, n, 1}, {cache->nb[0], row, row, row * n}, 0);
+      Tensor* V = g.view(cache, {512, 1, n, 1}, {cache->nb[0], row, row, row * n}, 0);
+      Tensor* out = g.flash_attn(g.external(Type::F32, std::vector<int64_t>{kRow, kHeads, 1}, bufs.at[2], "q"), K, V,
+                                 g.external(Type::I32, std::vector<int64_t>{1}, bufs.at[3], "pos"), 0.1352f);
+      g.mark_output(out);
+      b.compute(g);
+      std::vector<float> result(static_cast<size_t>(out->n_elements()));
+      b.read(*out, result.data(), 0, result.size() * sizeof(float));
+      return result;
+    };
+    for (const int32_t pos : {30, 31, 32, 32, 33}) {
+      const std::vector<float> want = step(cpu, on_cpu, pos);
+      const std::vector<float> got = step(*backend, on_device, pos);
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-4f) << backend->name() << " position " << pos << " at " << i;
+    }
+  }
+}
+
 TEST(BackendOps, UnsupportedOpsAreDeclined) {
   auto backends = ggl::available_backends({.n_threads = 1, .gpus = true});
   backends.pop_back();
   if (backends.empty()) GTEST_SKIP() << "SKIPPED: no GPU backend (" << ggl::gpu_devices().why_none << ")";
+  // cont decodes f32, f16, bf16 and q8_0 rows (the cache types) on the GPU; the CPU also decodes
+  // weight types such as q4_0, which no graph conts.
   Graph g;
-  std::vector<float> x(64 * 2);
-  std::vector<int32_t> pos = {0, 1};
-  Tensor* rope = g.rope(g.external(Type::F32, std::vector<int64_t>{64, 1, 2}, x.data(), "x"), g.input_i32(pos, "pos"),
-                        {.n_rot = 64});
+  std::vector<uint8_t> x(ggl::row_bytes(Type::Q4_0, 64) * 2);
+  Tensor* cont = g.cont(g.external(Type::Q4_0, std::vector<int64_t>{64, 2}, x.data(), "x"));
   for (auto& backend : backends) {
-    EXPECT_FALSE(backend->supports_op(*rope)) << backend->name() << ": rope has no kernel yet";
+    EXPECT_FALSE(backend->supports_op(*cont)) << backend->name() << ": cont of q4_0 has no kernel";
     EXPECT_THROW(backend->compute(g), ggl::Error) << backend->name();
   }
 }
