@@ -1,9 +1,9 @@
 // The CUDA kernels' per-thread arithmetic (ggml-like/cuda/cuda_math.h), compiled for the host and
 // checked against the CPU backend's ops: element decode and q8_0 bytes (exact), the rope of
 // rows with YaRN, top-k walked the way the kernel's warp walks it (32 strided lanes, a butterfly
-// reduction; exact indices), and flash attention walked as the kernels walk it (the MLA decode
-// kernel's split-K chunks of 16-key tiles merged, the general kernel's one key at a time). Runs
-// in every build: this is what can be checked of the kernels on a machine without a GPU.
+// reduction; exact indices), the MLA decode kernels' own phases (mla_decode_block.h) run over
+// every block and thread index, and the general attention kernel's key-by-key walk. Runs in every
+// build: this is what can be checked of the kernels on a machine without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 
 #include "ggml-like/cpu/cpu_backend.h"
 #include "ggml-like/cuda/cuda_math.h"
+#include "ggml-like/cuda/mla_decode_block.h"
 #include "ggml-like/graph/graph.h"
 #include "ggml-like/quant/quant.h"
 #include "tests/random_floats.h"
@@ -225,78 +226,75 @@ struct Cache {
   const uint8_t* at(int64_t j) const { return bytes.data() + j * row; }
 };
 
-// The MLA decode kernel's walk for one token: heads on one cache whose rows hold K (Dk values)
-// and V (the first Dv); `splits` chunks of 16-key tiles, each chunk's state per head, merged.
-std::vector<float> mla_decode_walk(const std::vector<float>& q, int64_t H, const Cache& c, int64_t Dv, int32_t pos,
-                                   float scale, int splits) {
-  constexpr int kTile = 16;
-  const int64_t Dk = c.width, visible = cm::visible_keys(pos, c.rows);
-  const int64_t per_split = cm::split_keys(c.rows, splits, kTile);
-  std::vector<cm::SoftmaxState> states(splits * H);
-  std::vector<float> parts(splits * H * Dv, 0.0f);
-  for (int s = 0; s < splits; ++s) {
-    const int64_t j0 = s * per_split, j1 = std::min(j0 + per_split, visible);
-    for (int64_t h = 0; h < H; ++h) states[s * H + h] = cm::softmax_empty();
-    for (int64_t jt = j0; jt < j1; jt += kTile) {
-      const int n = static_cast<int>(std::min<int64_t>(kTile, j1 - jt));
-      std::vector<float> tile(kTile * Dk, 0.0f);
-      for (int j = 0; j < n; ++j)
-        for (int64_t i = 0; i < Dk; ++i) tile[j * Dk + i] = cm::load_element(elem(c.type), c.at(jt + j), i);
-      for (int64_t h = 0; h < H; ++h) {
-        float w[kTile] = {};
-        for (int j = 0; j < kTile; ++j) {
-          float dot = 0.0f;
-          for (int64_t i = 0; i < Dk; ++i) dot += q[h * Dk + i] * tile[j * Dk + i];
-          w[j] = dot * scale;
+// The MLA decode kernels run on the host: every block (split, token, head group) of the first
+// kernel phase by phase over its thread indices (each phase a barrier apart, as on the device),
+// then the merge kernel's steps for every (token, head). Shared memory and the work buffer start
+// as NaNs, so a phase that reads what no thread wrote spoils the result.
+std::vector<float> mla_decode_blocks(const Cache& c, const std::vector<float>& q, int64_t H, int64_t Dv,
+                                     const std::vector<int32_t>& positions, float scale, int splits) {
+  namespace mla = cm::mla;
+  const int64_t Dk = c.width, T = static_cast<int64_t>(positions.size());
+  const mla::Problem p{c.bytes.data(), static_cast<int64_t>(c.row), elem(c.type), Dk, Dv, H, c.rows,
+                       reinterpret_cast<const uint8_t*>(q.data()), Dk * 4, H * Dk * 4, scale};
+  const int64_t per_split = cm::split_keys(c.rows, splits, mla::kTile);
+  std::vector<float> work(mla::work_floats(H, T, Dv, splits), NAN);
+  for (int split = 0; split < splits; ++split)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h0 = 0; h0 < H; h0 += mla::kHeads) {
+        std::vector<float> shared(mla::layout(Dk).total, NAN);
+        std::vector<mla::Registers> regs(mla::kThreads);
+        for (auto& r : regs) mla::start(r);
+        for (int tid = 0; tid < mla::kThreads; ++tid) mla::load_queries(p, t, h0, tid, shared.data());
+        int64_t j0, j1;
+        mla::chunk(p, positions[t], split, per_split, &j0, &j1);
+        for (int64_t jt = j0; jt < j1; jt += mla::kTile) {
+          const int n = static_cast<int>(std::min<int64_t>(mla::kTile, j1 - jt));
+          for (int tid = 0; tid < mla::kThreads; ++tid) mla::load_tile(p, jt, n, tid, shared.data());
+          for (int tid = 0; tid < mla::kThreads; ++tid) mla::score(p, tid, shared.data());
+          for (int tid = 0; tid < mla::kHeads; ++tid) mla::update_softmax(p, tid, n, regs[tid], shared.data());
+          for (int tid = 0; tid < mla::kThreads; ++tid) mla::accumulate(p, tid, n, regs[tid], shared.data());
         }
-        const float keep = cm::softmax_tile(states[s * H + h], w, n);
-        for (int64_t e = 0; e < Dv; ++e) {
-          float sum = parts[(s * H + h) * Dv + e] * keep;
-          for (int j = 0; j < n; ++j) sum += w[j] * tile[j * Dk + e];
-          parts[(s * H + h) * Dv + e] = sum;
-        }
+        for (int tid = 0; tid < mla::kThreads; ++tid) mla::write_part(p, t, h0, split, splits, tid, regs[tid], work.data());
       }
+  std::vector<float> out(Dv * H * T);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < H; ++h) {
+      const float m = mla::merged_max(work.data(), p, splits, t, h);
+      std::vector<float> weight(splits);
+      for (int s = 0; s < splits; ++s) weight[s] = cm::merge_weight(mla::part_state(work.data(), p, splits, t, h, s), m);
+      const float inverse = mla::merged_inverse(work.data(), p, splits, t, h, weight.data());
+      for (int64_t e = 0; e < Dv; ++e)
+        out[(t * H + h) * Dv + e] = mla::merged_value(work.data(), p, splits, t, h, weight.data(), inverse, e);
     }
-  }
-  std::vector<float> out(H * Dv);
-  for (int64_t h = 0; h < H; ++h) {
-    float m = -INFINITY;
-    for (int s = 0; s < splits; ++s) m = cm::merge_max(m, states[s * H + h]);
-    std::vector<float> weight(splits);
-    float l = 0.0f;
-    for (int s = 0; s < splits; ++s) {
-      weight[s] = cm::merge_weight(states[s * H + h], m);
-      l += weight[s] * states[s * H + h].l;
-    }
-    for (int64_t e = 0; e < Dv; ++e) {
-      float sum = 0.0f;
-      for (int s = 0; s < splits; ++s) sum += weight[s] * parts[(s * H + h) * Dv + e];
-      out[h * Dv + e] = sum * cm::softmax_inverse(l);
-    }
-  }
   return out;
 }
 
-TEST(CudaHostMath, MlaDecodeSplitsMergeToTheCpuAttention) {
-  // DeepSeek's absorbed decode: 16 heads, 576-value rows (512 latent + 64 rope), V the latent.
-  const int64_t H = 16, Dk = 576, Dv = 512, N = 300;
+TEST(CudaHostMath, MlaDecodeBlocksMatchTheCpuAttention) {
+  // DeepSeek's absorbed decode: 576-value rows (512 latent + 64 rope), V the latent; 16 heads
+  // (one head group) and 20 (a second group with 4 heads); one or two tokens.
+  const int64_t Dk = 576, Dv = 512, N = 300;
   const float scale = 0.1352f;
-  for (Type t : {Type::F16, Type::Q8_0, Type::BF16, Type::F32})
-    for (const int32_t pos : {299, 150, 3})
-      for (const int splits : {1, 5, 64}) {  // 64 splits of 16 keys: chunks past the visible keys are empty
-        const Cache cache(t, Dk, N, 21);
-        std::vector<float> q = random_floats(Dk * H, 22, 0.3f);
-        Graph g;
-        Tensor* c = g.external(t, std::vector<int64_t>{Dk, N}, cache.bytes.data(), "cache");
-        Tensor* K = g.view(c, {Dk, 1, N, 1}, {c->nb[0], cache.row, cache.row, cache.row * N}, 0);
-        Tensor* V = g.view(c, {Dv, 1, N, 1}, {c->nb[0], cache.row, cache.row, cache.row * N}, 0);
-        Tensor* qt = g.external(Type::F32, std::vector<int64_t>{Dk, H, 1}, q.data(), "q");
-        const std::vector<float> want =
-            run_cpu(g, g.flash_attn(qt, K, V, g.input_i32(std::vector<int32_t>{pos}, "pos"), scale));
-        const std::vector<float> got = mla_decode_walk(q, H, cache, Dv, pos, scale, splits);
-        for (size_t i = 0; i < want.size(); ++i)
-          ASSERT_NEAR(got[i], want[i], 2e-5f) << ggl::type_name(t) << " pos " << pos << " splits " << splits << " at " << i;
-      }
+  struct Case {
+    Type type;
+    int64_t H;
+    std::vector<int32_t> positions;
+    int splits;  // 64 splits of 16 keys: chunks past the visible keys are empty
+  };
+  for (const Case& c : {Case{Type::F16, 16, {299}, 5}, Case{Type::F16, 16, {150}, 64}, Case{Type::Q8_0, 20, {299, 3}, 7},
+                        Case{Type::BF16, 16, {200, 201}, 1}, Case{Type::F32, 20, {0}, 3}}) {
+    const Cache cache(c.type, Dk, N, 21);
+    const int64_t T = static_cast<int64_t>(c.positions.size());
+    std::vector<float> q = random_floats(Dk * c.H * T, 22, 0.3f);
+    Graph g;
+    Tensor* kv = g.external(c.type, std::vector<int64_t>{Dk, N}, cache.bytes.data(), "cache");
+    Tensor* K = g.view(kv, {Dk, 1, N, 1}, {kv->nb[0], cache.row, cache.row, cache.row * N}, 0);
+    Tensor* V = g.view(kv, {Dv, 1, N, 1}, {kv->nb[0], cache.row, cache.row, cache.row * N}, 0);
+    Tensor* qt = g.external(Type::F32, std::vector<int64_t>{Dk, c.H, T}, q.data(), "q");
+    const std::vector<float> want = run_cpu(g, g.flash_attn(qt, K, V, g.input_i32(c.positions, "pos"), scale));
+    const std::vector<float> got = mla_decode_blocks(cache, q, c.H, Dv, c.positions, scale, c.splits);
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 2e-5f) << ggl::type_name(c.type) << " H " << c.H << " splits " << c.splits << " at " << i;
+  }
 }
 
 TEST(CudaHostMath, KeyByKeyWalkMatchesTheCpuAttention) {

@@ -65,14 +65,9 @@ inline constexpr int64_t kAttnMaxDim = 1024;
 cudaError_t launch_flash_attn(const AttentionArgs& a, cudaStream_t stream);
 
 // Absorbed MLA decode: one KV head for every query head, V the leading Dv values of each K row
-// (the same bytes), a few query tokens. Each block reads a chunk of the cache once for
-// kMlaHeads heads of one token; `splits` chunks per token are merged by a second kernel from
-// `work` (mla_work_floats(...) floats of device memory).
-inline constexpr int kMlaHeads = 16;
-inline constexpr int64_t kMlaMaxDk = 576;
-inline constexpr int64_t kMlaMaxDv = 512;
-inline constexpr int64_t kMlaMaxTokens = 8;
-size_t mla_work_floats(int64_t H, int64_t T, int64_t Dv, int splits);
+// (the same bytes), up to mla::kMaxTokens tokens, Dk <= 576, Dv <= 512 (mla_decode_block.h). Each
+// block reads a chunk of the cache once for 16 heads of one token; `splits` chunks per token are
+// merged by a second kernel from `work` (mla::work_floats(...) floats of device memory).
 cudaError_t launch_mla_decode(const AttentionArgs& a, float* work, int splits, cudaStream_t stream);
 
 }  // namespace ggl::cuda

@@ -5,6 +5,7 @@
 
 #include "ggml-like/core/error.h"
 #include "ggml-like/cuda/cuda_ops.h"
+#include "ggml-like/cuda/mla_decode_block.h"
 
 namespace ggl::cuda {
 namespace {
@@ -17,8 +18,8 @@ bool is_mla_decode(const Tensor& node) {
   const Tensor& k = *node.src[1];
   const Tensor& v = *node.src[2];
   const bool v_in_k = v.type == k.type && v.data == k.data && v.nb[2] == k.nb[2] && v.ne[0] <= k.ne[0];
-  return v_in_k && k.ne[1] == 1 && q.ne[1] >= 2 && q.ne[2] <= kMlaMaxTokens && q.ne[0] <= kMlaMaxDk &&
-         v.ne[0] <= kMlaMaxDv;
+  return v_in_k && k.ne[1] == 1 && q.ne[1] >= 2 && q.ne[2] <= mla::kMaxTokens && q.ne[0] <= mla::kMaxDk &&
+         v.ne[0] <= mla::kMaxDv;
 }
 
 int multiprocessors() {
@@ -32,10 +33,10 @@ int multiprocessors() {
 // shorter than 64 keys.
 int mla_splits(const Tensor& node) {
   const Tensor& q = *node.src[0];
-  const int64_t groups = q.ne[2] * ((q.ne[1] + kMlaHeads - 1) / kMlaHeads);
+  const int64_t groups = q.ne[2] * ((q.ne[1] + mla::kHeads - 1) / mla::kHeads);
   const int64_t n_kv = node.src[1]->ne[2];
   const int64_t wanted = (2 * multiprocessors() + groups - 1) / groups;
-  return static_cast<int>(std::clamp<int64_t>(std::min(wanted, (n_kv + 63) / 64), 1, 256));
+  return static_cast<int>(std::clamp<int64_t>(std::min(wanted, (n_kv + 63) / 64), 1, mla::kMaxSplits));
 }
 
 AttentionArgs attention_args(const Tensor& node) {
@@ -58,7 +59,7 @@ bool supports_attention(const Tensor& node) {
 size_t attention_work_bytes(const Tensor& node) {
   if (node.op != Op::kFlashAttn || !is_mla_decode(node)) return 0;
   const Tensor& q = *node.src[0];
-  return mla_work_floats(q.ne[1], q.ne[2], node.src[2]->ne[0], mla_splits(node)) * sizeof(float);
+  return mla::work_floats(q.ne[1], q.ne[2], node.src[2]->ne[0], mla_splits(node)) * sizeof(float);
 }
 
 void run_attention(const Tensor& node, cudaStream_t stream, void* work) {
