@@ -1,0 +1,132 @@
+// The CUDA kernels' block decoding (ggml-like/cuda/block_decode.h), run on the host: every weight
+// type's group decoders against the reference dequantizers, and a warp's worth of lanes'
+// dot-product shares against a plain dot product. Runs in every build: this is the part of the
+// kernels that can be checked without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "ggml-like/core/fp16.h"
+#include "ggml-like/cuda/block_decode.h"
+#include "ggml-like/quant/quant.h"
+#include "tests/random_floats.h"
+
+namespace {
+
+using ggl::Type;
+namespace blocks = ggl::blocks;
+
+std::vector<Type> weight_types() {
+  std::vector<Type> out;
+  for (uint32_t id = 0; id < 64; ++id)
+    if (ggl::type_traits(id) && ggl::is_weight_type(static_cast<Type>(id))) out.push_back(static_cast<Type>(id));
+  return out;
+}
+
+// Decodes row (n values of type t) group by group with the kernels' decoders.
+std::vector<float> decode_row(Type t, const uint8_t* row, int64_t n) {
+  std::vector<float> out(n);
+  const bool known = blocks::with_decoder(t, [&](auto d) {
+    using D = decltype(d);
+    for (int64_t gi = 0; gi < n / blocks::kGroup; ++gi) blocks::decode_group<D>(row, gi, out.data() + gi * blocks::kGroup);
+  });
+  EXPECT_TRUE(known) << ggl::type_name(t);
+  return out;
+}
+
+TEST(CudaBlockDecode, EveryWeightTypeHasADecoderMatchingItsBlocks) {
+  for (Type t : weight_types()) {
+    const int values = blocks::decoder_values(t);
+    ASSERT_GT(values, 0) << ggl::type_name(t) << " has no device decoder";
+    const ggl::TypeTraits& tr = ggl::traits(t);
+    EXPECT_EQ(values % tr.block_size, 0) << ggl::type_name(t);
+    EXPECT_EQ(ggl::row_bytes(t, values), static_cast<size_t>(values / tr.block_size) * tr.block_bytes);
+    blocks::with_decoder(t, [&](auto d) {
+      EXPECT_EQ(static_cast<size_t>(decltype(d)::kBytes), ggl::row_bytes(t, values)) << ggl::type_name(t);
+    });
+  }
+  EXPECT_EQ(blocks::decoder_values(Type::Q8_K), 0);  // an activation format, never a weight
+  EXPECT_EQ(blocks::decoder_values(Type::I32), 0);
+}
+
+TEST(CudaBlockDecode, Iq4LevelsMatchTheTable) {
+  for (int q = 0; q < 16; ++q) EXPECT_EQ(blocks::iq4_level(q), ggl::kIq4Values[q]) << q;
+}
+
+TEST(CudaBlockDecode, HalfConversionIsExactForEveryBitPattern) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float want = ggl::fp16_to_f32(static_cast<uint16_t>(h)), got = blocks::half_to_float(h);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << h;
+      continue;
+    }
+    uint32_t a, b;
+    std::memcpy(&a, &want, 4);
+    std::memcpy(&b, &got, 4);
+    ASSERT_EQ(a, b) << "fp16 bits " << h;
+  }
+}
+
+// Rows of every weight type, decoded from an odd address (GGUF blocks have no alignment beyond 2
+// bytes, views of them less): the same values as the reference dequantizer.
+TEST(CudaBlockDecode, RowsMatchTheReferenceDequantizer) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  constexpr int64_t kRows = 4, kN = 512;
+  for (Type t : weight_types()) {
+    const auto rows = latte::testing::quantized_rows(t, kRows, kN, rng, normal);
+    for (int64_t r = 0; r < kRows; ++r) {
+      std::vector<uint8_t> shifted(rows.stride + 1);
+      const bool plain_f32 = t == Type::F32;  // the kernels read f32 weights as floats: 4-byte aligned
+      uint8_t* row = shifted.data() + (plain_f32 ? 0 : 1);
+      std::memcpy(row, rows.bytes.data() + r * rows.stride, rows.stride);
+      const std::vector<float> got = decode_row(t, row, kN);
+      for (int64_t i = 0; i < kN; ++i) {
+        const float want = rows.values[r * kN + i];
+        // Equal up to a contracted multiply-add (the device compiler may fuse d * q - m).
+        ASSERT_NEAR(got[i], want, 1e-6f * std::fabs(want) + 1e-9f) << ggl::type_name(t) << " row " << r << " value " << i;
+      }
+    }
+  }
+}
+
+// 32 lanes' shares of a row's dot products with 1 and 3 columns, summed as the warp does, against
+// a double-precision dot product of the dequantized row.
+TEST(CudaBlockDecode, WarpSharesOfTheDotProductSumToTheRowsDot) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  constexpr int64_t kN = 768;  // 3 super-blocks: lanes get unequal numbers of groups
+  constexpr int kCols = 8;
+  for (Type t : weight_types()) {
+    const auto rows = latte::testing::quantized_rows(t, 2, kN, rng, normal);
+    std::vector<std::vector<float>> x;
+    for (int c = 0; c < 3; ++c) x.push_back(latte::testing::random_floats(kN, 100 + c));
+    const float* xs[kCols] = {x[0].data(), x[1].data(), x[2].data()};
+    for (int m : {1, 3})
+      for (int64_t r = 0; r < 2; ++r) {
+        float acc[32][kCols] = {};
+        blocks::with_decoder(t, [&](auto d) {
+          for (int lane = 0; lane < 32; ++lane)
+            blocks::row_dot_lane<decltype(d), kCols>(rows.bytes.data() + r * rows.stride, kN, xs, m, lane, 32, acc[lane]);
+        });
+        for (int c = 0; c < kCols; ++c) {
+          double got = 0, want = 0, magnitude = 0;
+          for (int lane = 0; lane < 32; ++lane) got += acc[lane][c];
+          if (c >= m) {
+            EXPECT_EQ(got, 0.0) << "column " << c << " beyond m was touched";
+            continue;
+          }
+          for (int64_t i = 0; i < kN; ++i) {
+            want += static_cast<double>(rows.values[r * kN + i]) * xs[c][i];
+            magnitude += std::fabs(static_cast<double>(rows.values[r * kN + i]) * xs[c][i]);
+          }
+          EXPECT_NEAR(got, want, 1e-5 * magnitude) << ggl::type_name(t) << " row " << r << " column " << c;
+        }
+      }
+  }
+}
+
+}  // namespace
