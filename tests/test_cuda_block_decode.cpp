@@ -1,9 +1,11 @@
 // The CUDA kernels' block decoding (ggml-like/cuda/block_decode.h), run on the host: every weight
 // type's group decoders against the reference dequantizers, and a warp's worth of lanes'
-// dot-product shares against a plain dot product. Runs in every build: this is the part of the
+// dot-product shares against a plain dot product; and mul_mat_id's tiles of pairs by expert
+// (expert_tiles.h). Runs in every build: this is the part of the
 // kernels that can be checked without a GPU.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -11,6 +13,7 @@
 
 #include "ggml-like/core/fp16.h"
 #include "ggml-like/cuda/block_decode.h"
+#include "ggml-like/cuda/expert_tiles.h"
 #include "ggml-like/quant/quant.h"
 #include "tests/random_floats.h"
 
@@ -126,6 +129,40 @@ TEST(CudaBlockDecode, WarpSharesOfTheDotProductSumToTheRowsDot) {
           EXPECT_NEAR(got, want, 1e-5 * magnitude) << ggl::type_name(t) << " row " << r << " column " << c;
         }
       }
+  }
+}
+
+// route_pairs' steps on the host: every valid (slot, token) pair lands in exactly one tile of its
+// expert, tiles hold 1..kTilePairs pairs, and there are no more than the work buffer holds.
+TEST(CudaExpertTiles, EveryRoutedPairIsInOneTileOfItsExpert) {
+  std::mt19937 rng(5);
+  const std::vector<std::array<int, 3>> shapes = {{6, 37, 16}, {2, 1, 64}, {8, 100, 3}, {1, 9, 1}};
+  for (const auto& [slots, tokens, experts] : shapes) {
+    const int pairs = slots * tokens;
+    std::uniform_int_distribution<int> pick(-1, experts);  // -1 and `experts` are invalid ids
+    std::vector<int32_t> ids(pairs), counts(experts, 0), cursor(experts);
+    for (int32_t& id : ids) id = pick(rng);
+    for (int32_t id : ids)
+      if (id >= 0 && id < experts) ++counts[id];
+    const int64_t bound = blocks::max_expert_tiles(pairs, experts);
+    std::vector<int32_t> tiles(3 * bound), sorted(pairs, -1);
+    const int32_t n_tiles = blocks::make_expert_tiles(counts.data(), experts, cursor.data(), tiles.data());
+    ASSERT_LE(n_tiles, bound);
+    for (int p = 0; p < pairs; ++p)
+      if (ids[p] >= 0 && ids[p] < experts) sorted[cursor[ids[p]]++] = p;
+    std::vector<int> seen(pairs, 0);
+    for (int32_t t = 0; t < n_tiles; ++t) {
+      const int32_t e = tiles[3 * t], first = tiles[3 * t + 1], count = tiles[3 * t + 2];
+      ASSERT_GE(count, 1);
+      ASSERT_LE(count, blocks::kTilePairs);
+      for (int32_t c = 0; c < count; ++c) {
+        const int32_t p = sorted[first + c];
+        ASSERT_GE(p, 0) << "tile " << t << " reaches an unfilled place";
+        EXPECT_EQ(ids[p], e) << "pair " << p << " in a tile of expert " << e;
+        ++seen[p];
+      }
+    }
+    for (int p = 0; p < pairs; ++p) EXPECT_EQ(seen[p], ids[p] >= 0 && ids[p] < experts ? 1 : 0) << "pair " << p;
   }
 }
 

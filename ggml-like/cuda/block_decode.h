@@ -1,8 +1,7 @@
-// Decoding of every weight type's blocks, written once for the CUDA kernels and the host: each
-// function is __host__ __device__ under nvcc and plain inline C++ otherwise, so the default build's
-// test (tests/test_cuda_block_decode.cpp) checks against the reference dequantizers exactly the code
-// the kernels run: the group decoders, the walk of a row in groups, and a lane's share of a dot
-// product. No CUDA header is needed on the host side.
+// Decoding of every weight type's blocks, written once for the CUDA kernels and the host
+// (host_device.h), so the default build's test (tests/test_cuda_block_decode.cpp) checks against
+// the reference dequantizers exactly the code the kernels run: the group decoders, the walk of a
+// row in groups, and a lane's share of a dot product. No CUDA header is needed on the host side.
 //
 // The unit is a group of 8 consecutive values (kGroup): every block type's block is a whole
 // number of groups (4 for the 32-value blocks, 32 for the 256-value super-blocks), and the plain
@@ -15,17 +14,7 @@
 #include <cstring>
 
 #include "ggml-like/core/types.h"
-
-#if defined(__CUDACC__)
-#define GGL_HD __host__ __device__ __forceinline__
-#else
-#define GGL_HD inline
-#endif
-#if defined(__CUDA_ARCH__)  // the device pass (the host compiler would warn of an unknown pragma)
-#define GGL_UNROLL _Pragma("unroll")
-#else
-#define GGL_UNROLL
-#endif
+#include "ggml-like/cuda/host_device.h"
 
 namespace ggl::blocks {
 

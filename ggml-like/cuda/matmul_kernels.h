@@ -9,6 +9,7 @@
 
 #include "ggml-like/core/types.h"
 #include "ggml-like/cuda/cuda_kernels.h"
+#include "ggml-like/cuda/expert_tiles.h"
 
 namespace ggl::cuda {
 
@@ -29,11 +30,10 @@ cudaError_t launch_mat_vec(Type wt, const void* w, Shape ws, const void* x, Shap
 // A pair whose id is outside [0, E) is left unwritten (as on the CPU: callers validate ids).
 cudaError_t launch_mat_vec_id(Type wt, const void* w, Shape ws, const void* x, Shape xs, const void* ids, Shape is,
                               void* y, Shape ys, void* work, cudaStream_t stream);
-// Pairs by expert: counts and cursors (2E), the sorted pairs, the tiles (3 ints each: expert,
-// first pair, count; at most pairs / 8 + E of them) and the tile count.
+// Pairs by expert: counts and cursors (2E), the sorted pairs, the tiles (expert_tiles.h) and the
+// tile count.
 inline size_t mat_vec_id_work_bytes(int64_t pairs, int64_t experts) {
-  const int64_t max_tiles = pairs / kMatVecMaxCols + experts;
-  return static_cast<size_t>(2 * experts + pairs + 3 * max_tiles + 1) * sizeof(int32_t);
+  return static_cast<size_t>(2 * experts + pairs + 3 * blocks::max_expert_tiles(pairs, experts) + 1) * sizeof(int32_t);
 }
 
 // rows rows of n values of type t, row r at src + r * src_stride bytes, to f32 at out + r * n.

@@ -14,6 +14,7 @@
 #include <algorithm>
 
 #include "ggml-like/cuda/block_decode.h"
+#include "ggml-like/cuda/expert_tiles.h"
 #include "ggml-like/cuda/matmul_kernels.h"
 
 namespace ggl::cuda {
@@ -21,6 +22,7 @@ namespace {
 
 constexpr int kWarps = 4;  // output rows per thread block
 constexpr int kMaxZ = 65535;  // gridDim.y's limit; a grid-stride loop takes the rest
+static_assert(blocks::kTilePairs == kMatVecMaxCols, "a tile of mul_mat_id is one mat-vec launch's columns");
 
 __device__ inline float warp_sum(float v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
@@ -29,6 +31,7 @@ __device__ inline float warp_sum(float v) {
 
 // mul_mat: z is the result batch (b2, b3); every column of x multiplies the batch's weights.
 struct BatchedColumns {
+  static constexpr bool kOneColumnKernel = true;  // a decode step's single column has its own kernel
   const uint8_t* w;
   Shape ws;
   const uint8_t* x;
@@ -52,6 +55,7 @@ struct BatchedColumns {
 // mul_mat_id: z is a tile of up to kCols (slot i, token t) pairs routed to one expert (route_pairs);
 // its weights times x[:, i % S, t] for each. Tiles past the count route_pairs made do nothing.
 struct RoutedColumns {
+  static constexpr bool kOneColumnKernel = false;  // tiles of up to kTilePairs columns
   const uint8_t* w;
   Shape ws;
   const uint8_t* x;
@@ -77,9 +81,9 @@ struct RoutedColumns {
   }
 };
 
-// Sorts mul_mat_id's pairs by expert (one thread block): counts with atomics, thread 0 makes the
-// offsets and the tiles, then each pair takes a place in its expert's run. The order within a run
-// is arbitrary, which changes nothing: each pair's result is computed alone.
+// Sorts mul_mat_id's pairs by expert (one thread block, expert_tiles.h): counts with atomics,
+// thread 0 makes the offsets and the tiles, then each pair takes a place in its expert's run. The
+// order within a run is arbitrary, which changes nothing: each pair's result is computed alone.
 __global__ void route_pairs(const uint8_t* ids, Shape is, int64_t experts, int32_t* work, int64_t max_tiles) {
   const int64_t n_pairs = is.ne[0] * is.ne[1];
   int32_t* counts = work;               // experts
@@ -97,19 +101,7 @@ __global__ void route_pairs(const uint8_t* ids, Shape is, int64_t experts, int32
     if (e >= 0 && e < experts) atomicAdd(&counts[e], 1);
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    int32_t start = 0, tile = 0;
-    for (int64_t e = 0; e < experts; ++e) {
-      for (int32_t c = 0; c < counts[e]; c += static_cast<int32_t>(kMatVecMaxCols), ++tile) {
-        tiles[3 * tile] = static_cast<int32_t>(e);
-        tiles[3 * tile + 1] = start + c;
-        tiles[3 * tile + 2] = min(counts[e] - c, static_cast<int32_t>(kMatVecMaxCols));
-      }
-      cursor[e] = start;
-      start += counts[e];
-    }
-    *n_tiles = tile;
-  }
+  if (threadIdx.x == 0) *n_tiles = blocks::make_expert_tiles(counts, experts, cursor, tiles);
   __syncthreads();
   for (int64_t p = threadIdx.x; p < n_pairs; p += blockDim.x) {
     const int32_t e = expert_of(p);
@@ -148,13 +140,17 @@ cudaError_t launch_columns(Type wt, const Columns& cols, int64_t n_rows, int64_t
   if (max_cols < 1 || max_cols > kMatVecMaxCols) return cudaErrorInvalidValue;
   if (n_rows == 0 || n_z == 0) return cudaSuccess;
   const dim3 block(32, kWarps);
-  const dim3 grid(static_cast<unsigned>((n_rows + kWarps - 1) / kWarps), static_cast<unsigned>(std::min<int64_t>(n_z, kMaxZ)));
+  const dim3 grid(static_cast<unsigned>((n_rows + kWarps - 1) / kWarps),
+                  static_cast<unsigned>(std::min<int64_t>(n_z, kMaxZ)));
   const bool known = blocks::with_decoder(wt, [&](auto d) {
     using D = decltype(d);
-    if (max_cols == 1)
-      mat_vec<D, 1><<<grid, block, 0, stream>>>(cols, n_rows, k, row_stride, n_z);
-    else
-      mat_vec<D, static_cast<int>(kMatVecMaxCols)><<<grid, block, 0, stream>>>(cols, n_rows, k, row_stride, n_z);
+    if constexpr (Columns::kOneColumnKernel) {
+      if (max_cols == 1) {
+        mat_vec<D, 1><<<grid, block, 0, stream>>>(cols, n_rows, k, row_stride, n_z);
+        return;
+      }
+    }
+    mat_vec<D, static_cast<int>(kMatVecMaxCols)><<<grid, block, 0, stream>>>(cols, n_rows, k, row_stride, n_z);
   });
   return known ? cudaGetLastError() : cudaErrorInvalidValue;
 }
@@ -172,7 +168,7 @@ cudaError_t launch_mat_vec_id(Type wt, const void* w, Shape ws, const void* x, S
                               void* y, Shape ys, void* work, cudaStream_t stream) {
   const int64_t n_pairs = is.ne[0] * is.ne[1], experts = ws.ne[2];
   if (n_pairs == 0 || ws.ne[1] == 0) return cudaSuccess;
-  const int64_t max_tiles = n_pairs / kMatVecMaxCols + experts;
+  const int64_t max_tiles = blocks::max_expert_tiles(n_pairs, experts);
   int32_t* sorted = static_cast<int32_t*>(work);
   route_pairs<<<1, kBlock, 0, stream>>>(static_cast<const uint8_t*>(ids), is, experts, sorted, max_tiles);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
