@@ -18,6 +18,7 @@ Shape shape_of(const Tensor& t);
 // op_elementwise.cpp (kernels in op_elementwise.cu): rms_norm, add, mul, div, scale, silu,
 // sigmoid, swiglu, softmax.
 void run_elementwise(const Tensor& node, cudaStream_t stream);
+
 // ---- matrix products and row gathers (op_matmul.*, op_get_rows.*) --------------------------
 // Weights of every type block_decode.h decodes; f32 activations and results.
 struct MatmulWork {
