@@ -20,6 +20,7 @@ namespace {
 
 using ggl::Backend;
 using latte::testing::random_floats;
+using latte::testing::weight_types;
 using ggl::Graph;
 using ggl::Tensor;
 using ggl::Type;
@@ -48,14 +49,6 @@ size_t count(const std::vector<int64_t>& ne) {
   size_t n = 1;
   for (int64_t d : ne) n *= static_cast<size_t>(d);
   return n;
-}
-
-// Every type a weight can have (ggl::is_weight_type).
-std::vector<Type> weight_types() {
-  std::vector<Type> out;
-  for (uint32_t id = 0; id < 64; ++id)
-    if (ggl::type_traits(id) && ggl::is_weight_type(static_cast<Type>(id))) out.push_back(static_cast<Type>(id));
-  return out;
 }
 
 // Products with weights of type t and m columns of 512 values: 37 output rows (not a multiple of

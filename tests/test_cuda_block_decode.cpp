@@ -22,13 +22,6 @@ namespace {
 using ggl::Type;
 namespace blocks = ggl::blocks;
 
-std::vector<Type> weight_types() {
-  std::vector<Type> out;
-  for (uint32_t id = 0; id < 64; ++id)
-    if (ggl::type_traits(id) && ggl::is_weight_type(static_cast<Type>(id))) out.push_back(static_cast<Type>(id));
-  return out;
-}
-
 // Decodes row (n values of type t) group by group with the kernels' decoders.
 std::vector<float> decode_row(Type t, const uint8_t* row, int64_t n) {
   std::vector<float> out(n);
@@ -41,7 +34,7 @@ std::vector<float> decode_row(Type t, const uint8_t* row, int64_t n) {
 }
 
 TEST(CudaBlockDecode, EveryWeightTypeHasADecoderMatchingItsBlocks) {
-  for (Type t : weight_types()) {
+  for (Type t : latte::testing::weight_types()) {
     const int values = blocks::decoder_values(t);
     ASSERT_GT(values, 0) << ggl::type_name(t) << " has no device decoder";
     const ggl::TypeTraits& tr = ggl::traits(t);
@@ -79,7 +72,7 @@ TEST(CudaBlockDecode, RowsMatchTheReferenceDequantizer) {
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   constexpr int64_t kRows = 4, kN = 512;
-  for (Type t : weight_types()) {
+  for (Type t : latte::testing::weight_types()) {
     const auto rows = latte::testing::quantized_rows(t, kRows, kN, rng, normal);
     for (int64_t r = 0; r < kRows; ++r) {
       std::vector<uint8_t> shifted(rows.stride + 1);
@@ -103,7 +96,7 @@ TEST(CudaBlockDecode, WarpSharesOfTheDotProductSumToTheRowsDot) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   constexpr int64_t kN = 768;  // 3 super-blocks: lanes get unequal numbers of groups
   constexpr int kCols = 8;
-  for (Type t : weight_types()) {
+  for (Type t : latte::testing::weight_types()) {
     const auto rows = latte::testing::quantized_rows(t, 2, kN, rng, normal);
     std::vector<std::vector<float>> x;
     for (int c = 0; c < 3; ++c) x.push_back(latte::testing::random_floats(kN, 100 + c));

@@ -7,6 +7,7 @@
 
 #include "ggml-like/graph/graph.h"
 #include "ggml-like/quant/quant.h"
+#include "tests/random_floats.h"
 #if LATTE_CUDA
 #include "ggml-like/cuda/cuda_ops.h"
 #include "ggml-like/cuda/matmul_kernels.h"
@@ -19,13 +20,6 @@ using ggl::Tensor;
 using ggl::Type;
 
 #if LATTE_CUDA
-std::vector<Type> weight_types() {
-  std::vector<Type> out;
-  for (uint32_t id = 0; id < 64; ++id)
-    if (ggl::type_traits(id) && ggl::is_weight_type(static_cast<Type>(id))) out.push_back(static_cast<Type>(id));
-  return out;
-}
-
 // A leaf with no bytes: supports() and the work sizes look at types and shapes only.
 Tensor* leaf(Graph& g, Type t, std::vector<int64_t> ne) { return g.external(t, ne, nullptr, "leaf"); }
 #endif
@@ -34,7 +28,7 @@ TEST(CudaSupports, ProductsAndGathersOfEveryWeightType) {
 #if !LATTE_CUDA
   GTEST_SKIP() << "SKIPPED: built without the CUDA backend (-DLATTE_CUDA=ON)";
 #else
-  for (Type t : weight_types()) {
+  for (Type t : latte::testing::weight_types()) {
     Graph g;
     Tensor* w = leaf(g, t, {512, 37, 4});
     for (int64_t m : {1, 8, 40})
