@@ -12,8 +12,12 @@ namespace ggl::blocks {
 
 inline constexpr int kTilePairs = 8;
 
-// A bound on the tiles of `pairs` pairs over `experts` experts: each expert's last run may be short.
-GGL_HD int64_t max_expert_tiles(int64_t pairs, int64_t experts) { return pairs / kTilePairs + experts; }
+// A bound on the tiles of `pairs` pairs over `experts` experts: each expert's last run may be
+// short, and no tile is empty (a decode step's few pairs launch no more than a tile each).
+GGL_HD int64_t max_expert_tiles(int64_t pairs, int64_t experts) {
+  const int64_t by_runs = pairs / kTilePairs + experts;
+  return by_runs < pairs ? by_runs : pairs;
+}
 
 // From counts[e], the pairs routed to expert e: cursor[e] = where expert e's pairs start in the
 // sorted list, and per tile three ints (expert, first pair in the sorted list, pairs). Returns the
