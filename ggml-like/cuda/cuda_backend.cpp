@@ -2,6 +2,8 @@
 
 #include <cublas_v2.h>
 
+#include <algorithm>
+
 #include "ggml-like/core/error.h"
 #include "ggml-like/cuda/cuda_ops.h"
 
@@ -20,6 +22,7 @@ CudaBackend::CudaBackend(int device) : device_(device), name_("cuda" + std::to_s
 
 CudaBackend::~CudaBackend() {
   arena_.reset();
+  work_.reset();
   if (state_->cublas) cublasDestroy(state_->cublas);
   if (state_->stream) cudaStreamDestroy(state_->stream);
 }
@@ -58,9 +61,22 @@ void CudaBackend::compute(Graph& graph) {
     arena_ = allocate(plan.size);
   }
   bind_arena(graph, plan, arena_->base(), name_);
+  size_t work = 0;
+  for (const Tensor* n : graph.nodes()) work = std::max(work, cuda::matmul_work_bytes(*n));
+  if (work > 0 && (!work_ || work_->size() < work)) {
+    synchronize();  // kernels of the last graph may still read the old work buffer
+    work_.reset();
+    work_ = allocate(work);
+  }
+  const cuda::MatmulWork mm{state_->stream, state_->cublas, work_ ? work_->base() : nullptr, work_ ? work_->size() : 0};
   for (const Tensor* n : graph.nodes()) {
-    if (n->op == Op::kMulMat) cuda::run_matmul(*n, state_->stream, state_->cublas);
-    else cuda::run_elementwise(*n, state_->stream);
+    switch (n->op) {
+      case Op::kMulMat:
+      case Op::kMulMatT:
+      case Op::kMulMatId: cuda::run_matmul(*n, mm); break;
+      case Op::kGetRows: cuda::run_get_rows(*n, state_->stream); break;
+      default: cuda::run_elementwise(*n, state_->stream);
+    }
   }
 }
 
@@ -77,6 +93,13 @@ Shape shape_of(const Tensor& t) {
 }
 
 bool supports(const Tensor& node) {
+  switch (node.op) {  // families whose operands are not all f32 rows check their own
+    case Op::kMulMat:
+    case Op::kMulMatT:
+    case Op::kMulMatId: return supports_matmul(node);
+    case Op::kGetRows: return supports_get_rows(node);
+    default: break;
+  }
   const auto f32_rows = [](const Tensor* t) { return !t || (t->type == Type::F32 && t->rows_contiguous()); };
   for (const Tensor* s : node.src)
     if (!f32_rows(s)) return false;
@@ -91,11 +114,6 @@ bool supports(const Tensor& node) {
     case Op::kSilu:
     case Op::kSigmoid:
     case Op::kSwiglu: return true;
-    case Op::kMulMat: {
-      const Tensor& w = *node.src[0];
-      const Tensor& x = *node.src[1];
-      return w.ne[2] == 1 && w.ne[3] == 1 && x.ne[2] == 1 && x.ne[3] == 1 && node.is_contiguous();
-    }
     default: return false;
   }
 }

@@ -36,6 +36,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<State> state_;
   PlanCache plans_;
   std::unique_ptr<BackendBuffer> arena_;
+  std::unique_ptr<BackendBuffer> work_;  // scratch of the matrix products (cuda::matmul_work_bytes)
 };
 
 }  // namespace ggl
