@@ -35,6 +35,17 @@ inline std::vector<float> hidden_state_like(std::mt19937& rng, std::normal_distr
   return x;
 }
 
+// Every type a model's weights can have (ggl::is_weight_type), in type id order: the types
+// quantized_rows makes.
+inline std::vector<ggl::Type> weight_types() {
+  std::vector<ggl::Type> out;
+  for (uint32_t id = 0; id < 64; ++id) {
+    const auto t = static_cast<ggl::Type>(id);
+    if (ggl::type_traits(id) && ggl::is_weight_type(t)) out.push_back(t);
+  }
+  return out;
+}
+
 // `rows` weight rows of n values quantized to type t (bytes, stride apart) and dequantized back
 // (values): rows of different magnitudes (0.02 to 0.1 times `normal`), every third one (or, with
 // offset_all, every one) offset by 0.05 so that mins and zero points take part.

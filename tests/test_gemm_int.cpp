@@ -262,12 +262,13 @@ TEST_P(PerKernelSet, Int8PanelAndRowTails) {
 // and run the float path unnoticed.
 TEST_P(PerKernelSet, SimdSetsHaveTheIntegerGemms) {
   const std::string isa = GetParam()->isa;
-  if (isa != "avx512" && isa != "avx2" && isa != "neon_dotprod" && isa != "neon")
+  const bool x86 = isa == "avx512" || isa == "avx2vnni" || isa == "avx2";
+  if (!x86 && isa != "neon_dotprod" && isa != "neon")
     GTEST_SKIP() << isa << " has no integer GEMMs";
   EXPECT_TRUE(int16().supports(Type::Q4_0, 64));
   EXPECT_TRUE(int16().supports(Type::Q8_0, 64));
   EXPECT_TRUE(int8().supports(Type::Q4_1, 64));
-  if (isa == "avx512" || isa == "avx2") {  // the K-quant unpacking is x86 code so far
+  if (x86) {  // the K-quant unpacking is x86 code so far
     for (Type t : kUnpackedTypes) EXPECT_TRUE(int16().supports(t, 2048)) << ggl::type_name(t);
   }
 }

@@ -10,18 +10,18 @@
 
 namespace ggl {
 
-GGL_HD inline float bits_to_float(uint32_t u) {
+GGL_HD float bits_to_float(uint32_t u) {
   float f;
   memcpy(&f, &u, sizeof f);
   return f;
 }
-GGL_HD inline uint32_t float_to_bits(float f) {
+GGL_HD uint32_t float_to_bits(float f) {
   uint32_t u;
   memcpy(&u, &f, sizeof u);
   return u;
 }
 
-GGL_HD inline float half_to_float(uint16_t h) {
+GGL_HD float half_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
   if (exp == 0x1f)  // inf keeps a zero mantissa; NaN gets the quiet bit
@@ -31,7 +31,7 @@ GGL_HD inline float half_to_float(uint16_t h) {
   return bits_to_float(sign | ((exp + 112) << 23) | (mant << 13));  // rebias the exponent 15 -> 127
 }
 
-GGL_HD inline uint16_t float_to_half(float f) {
+GGL_HD uint16_t float_to_half(float f) {
   const uint32_t u = float_to_bits(f);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t a = u & 0x7fffffffu;
@@ -56,15 +56,15 @@ GGL_HD inline uint16_t float_to_half(float f) {
   return static_cast<uint16_t>(sign | h);
 }
 
-GGL_HD inline float bf16_to_float(uint16_t b) { return bits_to_float(static_cast<uint32_t>(b) << 16); }
+GGL_HD float bf16_to_float(uint16_t b) { return bits_to_float(static_cast<uint32_t>(b) << 16); }
 
 // f32 bits -> bf16 without branches, so that row loops vectorise: round to nearest even on the
 // upper 16 bits; a NaN is truncated and quietened instead (rounding could carry it into inf).
-GGL_HD inline uint16_t bf16_from_bits(uint32_t u) {
+GGL_HD uint16_t bf16_from_bits(uint32_t u) {
   const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
   const uint32_t nan = (u >> 16) | 0x0040u;
   return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
-GGL_HD inline uint16_t float_to_bf16(float f) { return bf16_from_bits(float_to_bits(f)); }
+GGL_HD uint16_t float_to_bf16(float f) { return bf16_from_bits(float_to_bits(f)); }
 
 }  // namespace ggl

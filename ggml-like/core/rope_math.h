@@ -20,13 +20,13 @@ struct RopeArgs {
 };
 
 // The pair index at which a frequency completes `rotations` turns over n_ctx_orig positions.
-GGL_HD inline float yarn_corr_dim(int n_rot, int n_ctx_orig, float rotations, float base) {
+GGL_HD float yarn_corr_dim(int n_rot, int n_ctx_orig, float rotations, float base) {
   return static_cast<float>(n_rot) *
          logf(static_cast<float>(n_ctx_orig) / (rotations * 2.0f * 3.14159265358979323846f)) / (2.0f * logf(base));
 }
 
 // Fills ramp_low / ramp_high (zero without YaRN). Called once per op, on the host.
-GGL_HD inline void rope_ramp(RopeArgs& r, int n_ctx_orig, float beta_fast, float beta_slow) {
+GGL_HD void rope_ramp(RopeArgs& r, int n_ctx_orig, float beta_fast, float beta_slow) {
   r.ramp_low = r.ramp_high = 0.0f;
   if (r.ext_factor == 0.0f) return;
   r.ramp_low = fmaxf(0.0f, floorf(yarn_corr_dim(r.n_rot, n_ctx_orig, beta_fast, r.freq_base)));
@@ -36,7 +36,7 @@ GGL_HD inline void rope_ramp(RopeArgs& r, int n_ctx_orig, float beta_fast, float
 // cos and sin (times attn_factor) of pair i at position pos; freq_factor divides the original
 // frequency (1 when the model has no per-pair factors). In double: in float, position times
 // frequency loses the angle at long contexts.
-GGL_HD inline void rope_cos_sin(const RopeArgs& r, int i, int32_t pos, float freq_factor, float* c, float* s) {
+GGL_HD void rope_cos_sin(const RopeArgs& r, int i, int32_t pos, float freq_factor, float* c, float* s) {
   double extrap = static_cast<double>(pos) * pow(static_cast<double>(r.freq_base), -2.0 * i / r.n_rot);
   extrap /= freq_factor;
   const double interp = extrap * r.freq_scale;
@@ -52,7 +52,7 @@ GGL_HD inline void rope_cos_sin(const RopeArgs& r, int i, int32_t pos, float fre
 }
 
 // The two elements pair i rotates.
-GGL_HD inline void rope_pair(const RopeArgs& r, int i, int* i0, int* i1) {
+GGL_HD void rope_pair(const RopeArgs& r, int i, int* i0, int* i1) {
   *i0 = r.neox ? i : 2 * i;
   *i1 = r.neox ? i + r.n_rot / 2 : 2 * i + 1;
 }

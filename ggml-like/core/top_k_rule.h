@@ -10,10 +10,10 @@
 namespace ggl {
 
 // Whether (va, ia) comes before (vb, ib).
-GGL_HD inline bool topk_before(float va, int32_t ia, float vb, int32_t ib) { return va > vb || (va == vb && ia < ib); }
+GGL_HD bool topk_before(float va, int32_t ia, float vb, int32_t ib) { return va > vb || (va == vb && ia < ib); }
 
 // A group's score: the sum of its two largest values (its value when it has one member).
-GGL_HD inline float topk_group_score(const float* v, int64_t group) {
+GGL_HD float topk_group_score(const float* v, int64_t group) {
   float best = v[0], second = -INFINITY;
   for (int64_t j = 1; j < group; ++j) {
     if (v[j] > best) {

@@ -29,6 +29,9 @@ GGL_DECLARE_ISA(native)
 #if defined(GGL_HAVE_ISA_avx512)
 GGL_DECLARE_ISA(avx512)
 #endif
+#if defined(GGL_HAVE_ISA_avx2vnni)
+GGL_DECLARE_ISA(avx2vnni)
+#endif
 #if defined(GGL_HAVE_ISA_avx2)
 GGL_DECLARE_ISA(avx2)
 #endif
@@ -56,6 +59,7 @@ bool cpu_has(const char* feature) {
   if (std::string_view(feature) == "avx2")
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
            __builtin_cpu_supports("bmi2");
+  if (std::string_view(feature) == "avx2vnni") return cpu_has("avx2") && __builtin_cpu_supports("avxvnni");
   return false;
 }
 #elif defined(__aarch64__)
@@ -82,6 +86,9 @@ std::vector<Candidate> candidates() {
 #endif
 #if defined(GGL_HAVE_ISA_avx512)
   all.push_back({&avx512::kKernels, cpu_has("avx512")});
+#endif
+#if defined(GGL_HAVE_ISA_avx2vnni)
+  all.push_back({&avx2vnni::kKernels, cpu_has("avx2vnni")});
 #endif
 #if defined(GGL_HAVE_ISA_avx2)
   all.push_back({&avx2::kKernels, cpu_has("avx2")});

@@ -73,19 +73,28 @@ void CudaBackend::compute(Graph& graph) {
     arena_ = allocate(plan.size);
   }
   bind_arena(graph, plan, arena_->base(), name_);
+  // One work buffer for the kernels that need scratch (the products' dequantized weights, the MLA
+  // decode's partial states): they run in stream order, each done with it before the next starts.
   size_t work = 0;
-  for (const Tensor* n : graph.nodes()) work = std::max(work, cuda::attention_work_bytes(*n));
+  for (const Tensor* n : graph.nodes())
+    work = std::max({work, cuda::matmul_work_bytes(*n), cuda::attention_work_bytes(*n)});
   if (work > 0 && (!work_ || work_->size() < work)) {
     synchronize();  // kernels of the last graph may still use the old buffer
     work_.reset();
     work_ = allocate(work);
   }
   void* work_base = work_ ? work_->base() : nullptr;
+  const cuda::MatmulWork mm{state_->stream, state_->cublas, work_base, work_ ? work_->size() : 0};
   replay_->run(graph, {arena_->base(), work_base}, state_->stream, [&] {
     for (const Tensor* n : graph.nodes()) {
       if (cuda::run_graph_op(*n, state_->stream, work_base)) continue;
-      if (n->op == Op::kMulMat) cuda::run_matmul(*n, state_->stream, state_->cublas);
-      else cuda::run_elementwise(*n, state_->stream);
+      switch (n->op) {
+        case Op::kMulMat:
+        case Op::kMulMatT:
+        case Op::kMulMatId: cuda::run_matmul(*n, mm); break;
+        case Op::kGetRows: cuda::run_get_rows(*n, state_->stream); break;
+        default: cuda::run_elementwise(*n, state_->stream);
+      }
     }
   });
 }
@@ -116,7 +125,11 @@ bool run_graph_op(const Tensor& node, cudaStream_t stream, void* work) {
 }
 
 bool supports(const Tensor& node) {
-  switch (node.op) {  // ops with their own rules on element types and layouts
+  switch (node.op) {  // families whose operands are not all f32 rows check their own
+    case Op::kMulMat:
+    case Op::kMulMatT:
+    case Op::kMulMatId: return supports_matmul(node);
+    case Op::kGetRows: return supports_get_rows(node);
     case Op::kRope: return supports_rope(node);
     case Op::kTopK: return supports_top_k(node);
     case Op::kConcat:
@@ -140,11 +153,6 @@ bool supports(const Tensor& node) {
     case Op::kSilu:
     case Op::kSigmoid:
     case Op::kSwiglu: return true;
-    case Op::kMulMat: {
-      const Tensor& w = *node.src[0];
-      const Tensor& x = *node.src[1];
-      return w.ne[2] == 1 && w.ne[3] == 1 && x.ne[2] == 1 && x.ne[3] == 1 && node.is_contiguous();
-    }
     default: return false;
   }
 }

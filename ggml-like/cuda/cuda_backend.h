@@ -42,7 +42,9 @@ class CudaBackend final : public Backend {
   std::unique_ptr<State> state_;
   PlanCache plans_;
   std::unique_ptr<BackendBuffer> arena_;
-  std::unique_ptr<BackendBuffer> work_;  // scratch of kernels that need it (the MLA decode's splits)
+  // Scratch of the kernels that need it: the products' (cuda::matmul_work_bytes), the MLA
+  // decode's partial states (cuda::attention_work_bytes).
+  std::unique_ptr<BackendBuffer> work_;
   std::unique_ptr<cuda::GraphReplay> replay_;
 };
 

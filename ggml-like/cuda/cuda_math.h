@@ -28,10 +28,10 @@ inline constexpr int kQ8BlockBytes = 34;  // fp16 scale, then 32 int8
 // float_to_bf16), the CPU's own conversions.
 
 // Two bytes little-endian, with no alignment assumed (a q8_0 block is 34 bytes).
-GGL_HD inline uint16_t load_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+GGL_HD uint16_t load_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 
 // Element i of a row of type t.
-GGL_HD inline float load_element(Elem t, const uint8_t* row, int64_t i) {
+GGL_HD float load_element(Elem t, const uint8_t* row, int64_t i) {
   switch (t) {
     case Elem::kF32: return reinterpret_cast<const float*>(row)[i];
     case Elem::kF16: return half_to_float(reinterpret_cast<const uint16_t*>(row)[i]);
@@ -45,8 +45,8 @@ GGL_HD inline float load_element(Elem t, const uint8_t* row, int64_t i) {
 }
 
 // q8_0 of one block: the scale from the block's largest magnitude, then each value's quant.
-GGL_HD inline float q8_0_scale(float amax) { return amax / 127.0f; }
-GGL_HD inline int8_t q8_0_quant(float x, float scale) {
+GGL_HD float q8_0_scale(float amax) { return amax / 127.0f; }
+GGL_HD int8_t q8_0_quant(float x, float scale) {
   const float inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
   const float r = roundf(x * inverse);  // halfway cases away from zero, as the CPU's std::round
   return static_cast<int8_t>(r >= 127.0f ? 127 : r <= -128.0f ? -128 : static_cast<int>(r));
@@ -62,11 +62,11 @@ struct SoftmaxState {
   float m;
   float l;
 };
-GGL_HD inline SoftmaxState softmax_empty() { return {-INFINITY, 0.0f}; }
+GGL_HD SoftmaxState softmax_empty() { return {-INFINITY, 0.0f}; }
 
 // Takes a tile of n scores: raises the max, replaces each score by its weight exp(score - m),
 // adds the weights to l, and returns the factor the accumulator must be multiplied by first.
-GGL_HD inline float softmax_tile(SoftmaxState& s, float* scores, int n) {
+GGL_HD float softmax_tile(SoftmaxState& s, float* scores, int n) {
   float m = s.m;
   for (int j = 0; j < n; ++j) m = fmaxf(m, scores[j]);
   const float keep = s.l > 0.0f ? expf(s.m - m) : 0.0f;
@@ -81,19 +81,19 @@ GGL_HD inline float softmax_tile(SoftmaxState& s, float* scores, int n) {
 
 // Merging partial states (key ranges of the same query): with m the largest m of the non-empty
 // parts, each part's accumulator and l are weighed by merge_weight(part, m).
-GGL_HD inline float merge_weight(SoftmaxState part, float m) { return part.l > 0.0f ? expf(part.m - m) : 0.0f; }
-GGL_HD inline float merge_max(float m, SoftmaxState part) { return part.l > 0.0f ? fmaxf(m, part.m) : m; }
+GGL_HD float merge_weight(SoftmaxState part, float m) { return part.l > 0.0f ? expf(part.m - m) : 0.0f; }
+GGL_HD float merge_max(float m, SoftmaxState part) { return part.l > 0.0f ? fmaxf(m, part.m) : m; }
 // 1 / l, or 0 for a query that saw no key (its output is zeros, as the CPU's).
-GGL_HD inline float softmax_inverse(float l) { return l > 0.0f ? 1.0f / l : 0.0f; }
+GGL_HD float softmax_inverse(float l) { return l > 0.0f ? 1.0f / l : 0.0f; }
 
 // Keys [0, visible) a query at position pos sees among n_kv cached ones.
-GGL_HD inline int64_t visible_keys(int32_t pos, int64_t n_kv) {
+GGL_HD int64_t visible_keys(int32_t pos, int64_t n_kv) {
   const int64_t v = static_cast<int64_t>(pos) + 1;
   return v < 0 ? 0 : v > n_kv ? n_kv : v;
 }
 
 // Split-K over the cache: keys per split, a multiple of tile, so that `splits` parts cover n_kv.
-GGL_HD inline int64_t split_keys(int64_t n_kv, int splits, int tile) {
+GGL_HD int64_t split_keys(int64_t n_kv, int splits, int tile) {
   const int64_t per = (n_kv + splits - 1) / splits;
   return (per + tile - 1) / tile * tile;
 }
@@ -104,7 +104,7 @@ GGL_HD inline int64_t split_keys(int64_t n_kv, int splits, int tile) {
 
 // The best candidate among v[begin], v[begin + stride], ... below end whose flag is set, merged into
 // (best_v, best_i) (best_i < 0: none yet). One lane's share of a selection round.
-GGL_HD inline void topk_scan(const float* v, const uint8_t* allowed, int64_t begin, int64_t end, int64_t stride,
+GGL_HD void topk_scan(const float* v, const uint8_t* allowed, int64_t begin, int64_t end, int64_t stride,
                              float& best_v, int32_t& best_i) {
   for (int64_t j = begin; j < end; j += stride)
     if (allowed[j] && (best_i < 0 || topk_before(v[j], static_cast<int32_t>(j), best_v, best_i))) {

@@ -19,7 +19,7 @@ __device__ inline uint8_t* row_at(const void* base, const Shape& s, int64_t row)
   const int64_t i1 = row % s.ne[1], i2 = (row / s.ne[1]) % s.ne[2], i3 = row / (s.ne[1] * s.ne[2]);
   return static_cast<uint8_t*>(const_cast<void*>(base)) + i1 * s.nb[1] + i2 * s.nb[2] + i3 * s.nb[3];
 }
-GGL_HD inline int64_t rows_of(const Shape& s) { return s.ne[1] * s.ne[2] * s.ne[3]; }
+GGL_HD int64_t rows_of(const Shape& s) { return s.ne[1] * s.ne[2] * s.ne[3]; }
 #endif
 
 // op_rope.cu: a f32 [D, H, T, B] rows (any strides), one position per token; freq_factors null or

@@ -1,5 +1,5 @@
-// The ops the CUDA backend runs, from nodes: f32 activations, mul_mat with f32 weights through
-// cuBLAS. One file per op family; cuda_backend.cpp dispatches.
+// The ops the CUDA backend runs, from nodes: f32 activations; weights of every type in the
+// matrix products and row gathers. One file per op family; cuda_backend.cpp dispatches.
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -21,15 +21,34 @@ Shape shape_of(const Tensor& t);
 // op_elementwise.cpp (kernels in op_elementwise.cu): rms_norm, add, mul, div, scale, silu,
 // sigmoid, swiglu, softmax.
 void run_elementwise(const Tensor& node, cudaStream_t stream);
-// op_matmul.cpp: mul_mat with f32 weights (cuBLAS).
-void run_matmul(const Tensor& node, cudaStream_t stream, cublasHandle_t cublas);
+
+// ---- matrix products and row gathers (op_matmul.*, op_get_rows.*) --------------------------
+// Weights of every type block_decode.h decodes; f32 activations and results.
+struct MatmulWork {
+  cudaStream_t stream;
+  cublasHandle_t cublas;
+  void* data;  // the backend's work buffer, at least matmul_work_bytes(node) bytes
+  size_t bytes;
+};
+// mul_mat, mul_mat_t, mul_mat_id: few columns read the blocks directly (mat-vec kernels), many go
+// through cuBLAS on weights dequantized into the work buffer.
+bool supports_matmul(const Tensor& node);
+size_t matmul_work_bytes(const Tensor& node);
+void run_matmul(const Tensor& node, const MatmulWork& work);
+// get_rows: rows of a table of any weight type selected by ids, as f32.
+bool supports_get_rows(const Tensor& node);
+void run_get_rows(const Tensor& node, cudaStream_t stream);
+// ---- end matrix products and row gathers ---------------------------------------------------
 
 // ---- rope, top-k, row movers, attention (kernels declared in cuda_op_kernels.h) -------------
 // supports_<family>: whether the node is of the family and its types and layouts have a kernel.
-// f32 with contiguous rows (null: no).
-bool f32_rows(const Tensor* t);
 // The kernels' element type of t, for f32, f16, bf16 and q8_0.
 std::optional<Elem> elem_of(Type t);
+// Rows the kernels read and write element by element: one of those types, contiguous rows, and
+// strides and view offset that keep every element aligned to its loads (null: no).
+bool readable_rows(const Tensor* t);
+// The same, f32.
+bool float_rows(const Tensor* t);
 // op_rope.cpp
 bool supports_rope(const Tensor& node);
 void run_rope(const Tensor& node, cudaStream_t stream);

@@ -14,12 +14,6 @@
 
 #include "ggml-like/cuda/cuda_math.h"
 
-#if defined(__CUDACC__)
-#define GGL_UNROLL _Pragma("unroll")
-#else
-#define GGL_UNROLL
-#endif
-
 namespace ggl::cuda::mla {
 
 inline constexpr int kHeads = 16;              // query heads per block
@@ -50,7 +44,7 @@ struct Problem {
 struct Layout {
   int64_t stride, q, tile, weights, keep, total;
 };
-GGL_HD inline Layout layout(int64_t Dk) {
+GGL_HD Layout layout(int64_t Dk) {
   Layout s;
   s.stride = Dk + 1;
   s.q = 0;
@@ -67,21 +61,21 @@ struct Registers {
   SoftmaxState softmax;
   float acc[kPerThread];
 };
-GGL_HD inline void start(Registers& r) {
+GGL_HD void start(Registers& r) {
   r.softmax = softmax_empty();
   GGL_UNROLL
   for (int v = 0; v < kPerThread; ++v) r.acc[v] = 0.0f;
 }
 
 // Keys [j0, j1) of chunk `split` for a token at position pos (empty past the visible keys).
-GGL_HD inline void chunk(const Problem& p, int32_t pos, int split, int64_t per_split, int64_t* j0, int64_t* j1) {
+GGL_HD void chunk(const Problem& p, int32_t pos, int split, int64_t per_split, int64_t* j0, int64_t* j1) {
   const int64_t visible = visible_keys(pos, p.n_kv);
   *j0 = static_cast<int64_t>(split) * per_split;
   *j1 = *j0 + per_split < visible ? *j0 + per_split : visible;
 }
 
 // Phase 0: the queries of heads h0.. of token t (zeros past H).
-GGL_HD inline void load_queries(const Problem& p, int64_t t, int64_t h0, int tid, float* shared) {
+GGL_HD void load_queries(const Problem& p, int64_t t, int64_t h0, int tid, float* shared) {
   const Layout L = layout(p.Dk);
   for (int64_t x = tid; x < kHeads * p.Dk; x += kThreads) {
     const int64_t hh = x / p.Dk, i = x % p.Dk;
@@ -91,7 +85,7 @@ GGL_HD inline void load_queries(const Problem& p, int64_t t, int64_t h0, int tid
 }
 
 // Phase 1: rows jt .. jt + n - 1 decoded into the tile (zeros past n).
-GGL_HD inline void load_tile(const Problem& p, int64_t jt, int n, int tid, float* shared) {
+GGL_HD void load_tile(const Problem& p, int64_t jt, int n, int tid, float* shared) {
   const Layout L = layout(p.Dk);
   for (int64_t x = tid; x < kTile * p.Dk; x += kThreads) {
     const int64_t j = x / p.Dk, i = x % p.Dk;
@@ -100,7 +94,7 @@ GGL_HD inline void load_tile(const Problem& p, int64_t jt, int n, int tid, float
 }
 
 // Phase 2: the score of key tid % kTile for head tid / kTile.
-GGL_HD inline void score(const Problem& p, int tid, float* shared) {
+GGL_HD void score(const Problem& p, int tid, float* shared) {
   const Layout L = layout(p.Dk);
   const int h = tid / kTile, j = tid % kTile;
   const float* qr = shared + L.q + h * L.stride;
@@ -112,7 +106,7 @@ GGL_HD inline void score(const Problem& p, int tid, float* shared) {
 
 // Phase 3 (threads tid < kHeads): head tid's online softmax over the tile's n scores; weights
 // past n are zero.
-GGL_HD inline void update_softmax(const Problem& p, int tid, int n, Registers& r, float* shared) {
+GGL_HD void update_softmax(const Problem& p, int tid, int n, Registers& r, float* shared) {
   const Layout L = layout(p.Dk);
   float* w = shared + L.weights + tid * kTile;
   shared[L.keep + tid] = softmax_tile(r.softmax, w, n);
@@ -120,7 +114,7 @@ GGL_HD inline void update_softmax(const Problem& p, int tid, int n, Registers& r
 }
 
 // Phase 4: acc = acc * keep + sum_j weight_j * row_j for the thread's values.
-GGL_HD inline void accumulate(const Problem& p, int tid, int n, Registers& r, const float* shared) {
+GGL_HD void accumulate(const Problem& p, int tid, int n, Registers& r, const float* shared) {
   const Layout L = layout(p.Dk);
   const int h = tid / kTile, lane = tid % kTile;
   const float* w = shared + L.weights + h * kTile;
@@ -137,17 +131,17 @@ GGL_HD inline void accumulate(const Problem& p, int tid, int n, Registers& r, co
 }
 
 // Floats of the work buffer: every (token, head, split)'s partial state.
-GGL_HD inline size_t work_floats(int64_t H, int64_t T, int64_t Dv, int splits) {
+GGL_HD size_t work_floats(int64_t H, int64_t T, int64_t Dv, int splits) {
   return static_cast<size_t>(T * H * splits * (Dv + 2));
 }
 
 // Partial state of (token t, head h, split s) in the work buffer: Dv accumulators, then m and l.
-GGL_HD inline float* part(float* work, const Problem& p, int splits, int64_t t, int64_t h, int s) {
+GGL_HD float* part(float* work, const Problem& p, int splits, int64_t t, int64_t h, int s) {
   return work + ((t * p.H + h) * splits + s) * (p.Dv + 2);
 }
 
 // Phase 5: the block's chunk state for its heads (those below H).
-GGL_HD inline void write_part(const Problem& p, int64_t t, int64_t h0, int split, int splits, int tid,
+GGL_HD void write_part(const Problem& p, int64_t t, int64_t h0, int split, int splits, int tid,
                               const Registers& r, float* work) {
   const int h = tid / kTile, lane = tid % kTile;
   if (h0 + h < p.H) {
@@ -167,21 +161,21 @@ GGL_HD inline void write_part(const Problem& p, int64_t t, int64_t h0, int split
 
 // The merge, for (token t, head h): weight[s] of every chunk (threads share the loop), then
 // 1 / l, then each output value.
-GGL_HD inline SoftmaxState part_state(float* work, const Problem& p, int splits, int64_t t, int64_t h, int s) {
+GGL_HD SoftmaxState part_state(float* work, const Problem& p, int splits, int64_t t, int64_t h, int s) {
   const float* x = part(work, p, splits, t, h, s);
   return {x[p.Dv], x[p.Dv + 1]};
 }
-GGL_HD inline float merged_max(float* work, const Problem& p, int splits, int64_t t, int64_t h) {
+GGL_HD float merged_max(float* work, const Problem& p, int splits, int64_t t, int64_t h) {
   float m = -INFINITY;
   for (int s = 0; s < splits; ++s) m = merge_max(m, part_state(work, p, splits, t, h, s));
   return m;
 }
-GGL_HD inline float merged_inverse(float* work, const Problem& p, int splits, int64_t t, int64_t h, const float* weight) {
+GGL_HD float merged_inverse(float* work, const Problem& p, int splits, int64_t t, int64_t h, const float* weight) {
   float l = 0.0f;
   for (int s = 0; s < splits; ++s) l += weight[s] * part_state(work, p, splits, t, h, s).l;
   return softmax_inverse(l);
 }
-GGL_HD inline float merged_value(float* work, const Problem& p, int splits, int64_t t, int64_t h, const float* weight,
+GGL_HD float merged_value(float* work, const Problem& p, int splits, int64_t t, int64_t h, const float* weight,
                                  float inverse, int64_t e) {
   float sum = 0.0f;
   for (int s = 0; s < splits; ++s) sum += weight[s] * part(work, p, splits, t, h, s)[e];

@@ -10,7 +10,7 @@
 namespace ggl::cuda {
 namespace {
 
-bool kv_rows(const Tensor* t) { return elem_of(t->type) && t->rows_contiguous() && t->ne[0] <= kAttnMaxDim; }
+bool kv_rows(const Tensor* t) { return readable_rows(t) && t->ne[0] <= kAttnMaxDim; }
 
 // Absorbed MLA decode: V's rows are the first Dv values of K's rows (the same cache bytes).
 bool is_mla_decode(const Tensor& node) {
@@ -52,8 +52,8 @@ AttentionArgs attention_args(const Tensor& node) {
 bool supports_attention(const Tensor& node) {
   const Tensor* q = node.src[0];
   const Tensor* pos = node.src[3];
-  return node.op == Op::kFlashAttn && f32_rows(q) && q->ne[0] <= kAttnMaxDim && kv_rows(node.src[1]) &&
-         kv_rows(node.src[2]) && pos->type == Type::I32 && pos->rows_contiguous() && f32_rows(&node);
+  return node.op == Op::kFlashAttn && float_rows(q) && q->ne[0] <= kAttnMaxDim && kv_rows(node.src[1]) &&
+         kv_rows(node.src[2]) && pos->type == Type::I32 && pos->rows_contiguous() && float_rows(&node);
 }
 
 size_t attention_work_bytes(const Tensor& node) {

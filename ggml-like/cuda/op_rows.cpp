@@ -3,8 +3,6 @@
 #include "ggml-like/cuda/cuda_ops.h"
 
 namespace ggl::cuda {
-bool f32_rows(const Tensor* t) { return t && t->type == Type::F32 && t->rows_contiguous(); }
-
 std::optional<Elem> elem_of(Type t) {
   switch (t) {
     case Type::F32: return Elem::kF32;
@@ -15,13 +13,23 @@ std::optional<Elem> elem_of(Type t) {
   }
 }
 
+bool readable_rows(const Tensor* t) {
+  if (!t || !elem_of(t->type) || !t->rows_contiguous()) return false;
+  const size_t align = t->type == Type::F32 ? 4 : t->type == Type::Q8_0 ? 1 : 2;  // q8_0: byte loads
+  for (int d = 1; d < kMaxDims; ++d)
+    if (t->nb[d] % align != 0) return false;
+  return t->view_offset % align == 0;
+}
+
+bool float_rows(const Tensor* t) { return t && t->type == Type::F32 && readable_rows(t); }
+
 bool supports_rows(const Tensor& node) {
   const Tensor* a = node.src[0];
   switch (node.op) {
-    case Op::kConcat: return f32_rows(a) && f32_rows(node.src[1]) && f32_rows(&node);
-    case Op::kSumRows: return f32_rows(a) && f32_rows(&node);
-    case Op::kCont: return a && elem_of(a->type) && a->rows_contiguous() && f32_rows(&node);
-    case Op::kCopy: return f32_rows(a) && elem_of(node.type) && node.rows_contiguous();
+    case Op::kConcat: return float_rows(a) && float_rows(node.src[1]) && float_rows(&node);
+    case Op::kSumRows: return float_rows(a) && float_rows(&node);
+    case Op::kCont: return readable_rows(a) && float_rows(&node);
+    case Op::kCopy: return float_rows(a) && readable_rows(&node);
     default: return false;
   }
 }

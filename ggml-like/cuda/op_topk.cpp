@@ -5,7 +5,7 @@
 namespace ggl::cuda {
 
 bool supports_top_k(const Tensor& node) {
-  return node.op == Op::kTopK && f32_rows(node.src[0]) && node.src[0]->ne[0] <= kTopKMaxValues &&
+  return node.op == Op::kTopK && float_rows(node.src[0]) && node.src[0]->ne[0] <= kTopKMaxValues &&
          node.type == Type::I32 && node.rows_contiguous();
 }
 

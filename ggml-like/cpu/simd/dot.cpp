@@ -521,6 +521,59 @@ void decode_chunks(const uint8_t* row, int64_t n, float* out) {
     for (int64_t i = chunks * kChunk; i < n; ++i) out[i] = Decode::element(row, i);
 }
 
+// y[c][0, n) += sum over k < K of a[c][k] * row k (rows row_stride bytes apart): the transposed
+// product. One chunk of the C outputs stays in registers while every row's chunk at that position
+// is decoded into registers and multiplied in, so neither decoded rows nor outputs go through
+// memory once per row. Rows are added in order k = 0, 1, ... for every element. (Flattened: left
+// a call per chunk, the decoding cost as much again.)
+template <class Decode, int C>
+[[gnu::flatten]] void add_weighted_rows(const uint8_t* w, size_t row_stride, int64_t K, int64_t n, const float* const* a,
+                       float* const* y) {
+  const int64_t chunks = n / kChunk;
+  for (int64_t k = 0; k < chunks; ++k) {
+    Floats acc[C][kVecsPerChunk];
+    for (int c = 0; c < C; ++c)
+      for (int v = 0; v < kVecsPerChunk; ++v) acc[c][v] = Floats::load_unaligned(y[c] + k * kChunk + v * kLanes);
+    for (int64_t r = 0; r < K; ++r) {
+      Floats d[kVecsPerChunk];
+      decode_chunk<Decode>(w + r * row_stride, k, d);
+      for (int c = 0; c < C; ++c) {
+        const Floats s(a[c][r]);
+        for (int v = 0; v < kVecsPerChunk; ++v) acc[c][v] = xsimd::fma(d[v], s, acc[c][v]);
+      }
+    }
+    for (int c = 0; c < C; ++c)
+      for (int v = 0; v < kVecsPerChunk; ++v) acc[c][v].store_unaligned(y[c] + k * kChunk + v * kLanes);
+  }
+  if constexpr (!Decode::kBlocked)  // plain types: the elements after the last full chunk
+    for (int64_t i = chunks * kChunk; i < n; ++i)
+      for (int64_t r = 0; r < K; ++r)
+        for (int c = 0; c < C; ++c) y[c][i] += a[c][r] * Decode::element(w + r * row_stride, i);
+}
+
+// Calls f(Decode{}) with the decoder of weight type t; false for a type without one.
+template <class F>
+bool with_decoder(Type t, F&& f) {
+  switch (t) {
+    case Type::F32: f(DecodeF32{}); return true;
+    case Type::F16: f(DecodeF16{}); return true;
+    case Type::BF16: f(DecodeBF16{}); return true;
+    case Type::Q8_0: f(DecodeQ8_0{}); return true;
+    case Type::Q4_0: f(DecodeQ4_0{}); return true;
+    case Type::Q4_1: f(DecodeQ4_1{}); return true;
+    case Type::Q5_0: f(DecodeQ5_0{}); return true;
+    case Type::Q5_1: f(DecodeQ5_1{}); return true;
+    case Type::Q2_K: f(DecodeQ2_K{}); return true;
+    case Type::Q3_K: f(DecodeQ3_K{}); return true;
+    case Type::Q4_K: f(DecodeQ4_K{}); return true;
+    case Type::Q5_K: f(DecodeQ5_K{}); return true;
+    case Type::Q6_K: f(DecodeQ6_K{}); return true;
+    case Type::IQ4_NL: f(DecodeIQ4_NL{}); return true;
+    case Type::IQ4_XS: f(DecodeIQ4_XS{}); return true;
+    default: return false;
+  }
+}
+
 void check_shape(const char* what, Type t, int64_t n) {
   if (!is_weight_type(t)) fail("{}: unsupported weight type {}", what, type_name(t));
   const int block = traits(t).block_size;
@@ -535,77 +588,36 @@ void matmul(Type t, const void* w, int64_t rows, int64_t n, const float* x, int6
   check_shape("matmul", t, n);
   if (row_begin < 0 || row_end > rows || row_begin > row_end)
     fail("matmul: row range [{}, {}) outside the {} rows", row_begin, row_end, rows);
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const size_t stride = row_bytes(t, n);
-  switch (t) {
-    case Type::F32: return matmul_rows<DecodeF32>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
-    case Type::F16: return matmul_rows<DecodeF16>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
-    case Type::BF16: return matmul_rows<DecodeBF16>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
-    case Type::Q8_0: return matmul_rows<DecodeQ8_0>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
-    case Type::Q4_0: return matmul_rows<DecodeQ4_0>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
-    case Type::Q4_1: return matmul_rows<DecodeQ4_1>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
-    case Type::Q5_0: return matmul_rows<DecodeQ5_0>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
-    case Type::Q5_1: return matmul_rows<DecodeQ5_1>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
-    case Type::Q2_K: return matmul_rows<DecodeQ2_K>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
-    case Type::Q3_K: return matmul_rows<DecodeQ3_K>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
-    case Type::Q4_K: return matmul_rows<DecodeQ4_K>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
-    case Type::Q5_K: return matmul_rows<DecodeQ5_K>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
-    case Type::Q6_K: return matmul_rows<DecodeQ6_K>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
-    case Type::IQ4_NL: return matmul_rows<DecodeIQ4_NL>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
-    case Type::IQ4_XS: return matmul_rows<DecodeIQ4_XS>(wb, stride, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
-    default: return;  // rejected by check_shape
-  }
+  with_decoder(t, [&]<class D>(D) {
+    matmul_rows<D>(static_cast<const uint8_t*>(w), row_bytes(t, n), n, x, x_stride, n_cols, y, y_stride, row_begin,
+                   row_end);
+  });
 }
 
-// Called per (query, key) pair by attention, so it skips matmul's tiling and range checks.
+// Called per (query, key) pair by attention, so it skips matmul's tiling and range checks (the
+// plain types' rows may have any length).
 float dot_row(Type t, const void* w_row, const float* x, int64_t n) {
+  if (t != Type::F32 && t != Type::F16 && t != Type::BF16) check_shape("dot_row", t, n);
   const auto* row = static_cast<const uint8_t*>(w_row);
-  float out[1][1];
-  switch (t) {
-    case Type::F32: dot_tile<DecodeF32, 1, 1>(&row, n, &x, out); return out[0][0];
-    case Type::F16: dot_tile<DecodeF16, 1, 1>(&row, n, &x, out); return out[0][0];
-    case Type::BF16: dot_tile<DecodeBF16, 1, 1>(&row, n, &x, out); return out[0][0];
-    default: break;
-  }
-  check_shape("dot_row", t, n);
-  switch (t) {
-    case Type::Q8_0: dot_tile<DecodeQ8_0, 1, 1>(&row, n, &x, out); return out[0][0];
-    case Type::Q4_0: dot_tile<DecodeQ4_0, 1, 1>(&row, n, &x, out); return out[0][0];
-    case Type::Q4_1: dot_tile<DecodeQ4_1, 1, 1>(&row, n, &x, out); return out[0][0];
-    case Type::Q5_0: dot_tile<DecodeQ5_0, 1, 1>(&row, n, &x, out); return out[0][0];
-    case Type::Q5_1: dot_tile<DecodeQ5_1, 1, 1>(&row, n, &x, out); return out[0][0];
-    case Type::Q2_K: dot_tile<DecodeQ2_K, 1, 1>(&row, n, &x, out); return out[0][0];
-    case Type::Q3_K: dot_tile<DecodeQ3_K, 1, 1>(&row, n, &x, out); return out[0][0];
-    case Type::Q4_K: dot_tile<DecodeQ4_K, 1, 1>(&row, n, &x, out); return out[0][0];
-    case Type::Q5_K: dot_tile<DecodeQ5_K, 1, 1>(&row, n, &x, out); return out[0][0];
-    case Type::Q6_K: dot_tile<DecodeQ6_K, 1, 1>(&row, n, &x, out); return out[0][0];
-    case Type::IQ4_NL: dot_tile<DecodeIQ4_NL, 1, 1>(&row, n, &x, out); return out[0][0];
-    case Type::IQ4_XS: dot_tile<DecodeIQ4_XS, 1, 1>(&row, n, &x, out); return out[0][0];
-    default: return 0.0f;  // rejected by check_shape
-  }
+  float out[1][1] = {{0.0f}};
+  with_decoder(t, [&]<class D>(D) { dot_tile<D, 1, 1>(&row, n, &x, out); });
+  return out[0][0];
 }
 
 void decode_row(Type t, const void* w_row, float* out, int64_t n) {
   check_shape("decode_row", t, n);
-  const auto* row = static_cast<const uint8_t*>(w_row);
-  switch (t) {
-    case Type::F32: return decode_chunks<DecodeF32>(row, n, out);
-    case Type::F16: return decode_chunks<DecodeF16>(row, n, out);
-    case Type::BF16: return decode_chunks<DecodeBF16>(row, n, out);
-    case Type::Q8_0: return decode_chunks<DecodeQ8_0>(row, n, out);
-    case Type::Q4_0: return decode_chunks<DecodeQ4_0>(row, n, out);
-    case Type::Q4_1: return decode_chunks<DecodeQ4_1>(row, n, out);
-    case Type::Q5_0: return decode_chunks<DecodeQ5_0>(row, n, out);
-    case Type::Q5_1: return decode_chunks<DecodeQ5_1>(row, n, out);
-    case Type::Q2_K: return decode_chunks<DecodeQ2_K>(row, n, out);
-    case Type::Q3_K: return decode_chunks<DecodeQ3_K>(row, n, out);
-    case Type::Q4_K: return decode_chunks<DecodeQ4_K>(row, n, out);
-    case Type::Q5_K: return decode_chunks<DecodeQ5_K>(row, n, out);
-    case Type::Q6_K: return decode_chunks<DecodeQ6_K>(row, n, out);
-    case Type::IQ4_NL: return decode_chunks<DecodeIQ4_NL>(row, n, out);
-    case Type::IQ4_XS: return decode_chunks<DecodeIQ4_XS>(row, n, out);
-    default: return;  // rejected by check_shape
-  }
+  with_decoder(t, [&]<class D>(D) { decode_chunks<D>(static_cast<const uint8_t*>(w_row), n, out); });
+}
+
+void add_weighted_rows(Type t, const void* w, size_t row_stride, int64_t K, int64_t n, const float* const* a,
+                       float* const* y, int n_cols) {
+  check_shape("add_weighted_rows", t, n);
+  const auto* wb = static_cast<const uint8_t*>(w);
+  with_decoder(t, [&]<class D>(D) {
+    int c = 0;
+    for (; c + 2 <= n_cols; c += 2) add_weighted_rows<D, 2>(wb, row_stride, K, n, a + c, y + c);
+    if (c < n_cols) add_weighted_rows<D, 1>(wb, row_stride, K, n, a + c, y + c);
+  });
 }
 
 }  // namespace ggl::GGL_ISA

@@ -8,7 +8,6 @@ namespace ggl::GGL_ISA {
 size_t node_work_bytes(const Tensor& node, int n_threads) {
   switch (node.op) {
     case Op::kMulMat: return cpu_mul_mat_work(node, n_threads);
-    case Op::kMulMatT: return cpu_mul_mat_t_work(node, n_threads);
     case Op::kMulMatId: return cpu_mul_mat_id_work(node, n_threads);
     case Op::kRope: return cpu_rope_work(node, n_threads);
     case Op::kTopK: return cpu_top_k_work(node, n_threads);

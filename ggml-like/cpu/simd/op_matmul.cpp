@@ -171,10 +171,8 @@ int64_t transposed_chunk(const Tensor& dst, int nth) {
 }
 }  // namespace
 
-size_t cpu_mul_mat_t_work(const Tensor& dst, int n_threads) {
-  return scratch_size(dst.src[0]->ne[0] * sizeof(float)) * n_threads;
-}
-
+// Each item is one batch's range of output columns n0..n1 for every activation column: the
+// weighted sum of the batch's K weight rows (their n0..n1 part), the weights x[k, m].
 void cpu_mul_mat_t(const Tensor& dst, const CpuThread& th) {
   const Tensor& w = *dst.src[0];
   const Tensor& x = *dst.src[1];
@@ -182,27 +180,24 @@ void cpu_mul_mat_t(const Tensor& dst, const CpuThread& th) {
   const int64_t chunk = transposed_chunk(dst, th.nth);
   const int64_t chunks = (N + chunk - 1) / chunk;
   const int64_t batches = dst.ne[2] * dst.ne[3];
-  float* tmp = th.scratch<float>(scratch_size(N * sizeof(float)));
+  constexpr int64_t kCols = 8;  // activation columns per call
   auto [i0, i1] = split_range(batches * chunks, th.ith, th.nth);
   for (int64_t item = i0; item < i1; ++item) {
     const int64_t b = item / chunks;
     const int64_t n0 = (item % chunks) * chunk, n1 = std::min(N, n0 + chunk), len = n1 - n0;
-    const uint8_t* wb = batch_ptr(w, dst, b);
+    const uint8_t* wb = batch_ptr(w, dst, b) + row_bytes(w.type, n0);
     const uint8_t* xb = batch_ptr(x, dst, b);
     float* y = reinterpret_cast<float*>(dst.bytes() + b * dst.nb[2]);
-    for (int64_t m = 0; m < M; ++m) std::memset(y + m * N + n0, 0, len * sizeof(float));
-    const size_t col_offset = row_bytes(w.type, n0);
-    for (int64_t k = 0; k < K; ++k) {
-      const float* row = reinterpret_cast<const float*>(wb + k * w.nb[1] + col_offset);
-      if (w.type != Type::F32) {
-        decode_row(w.type, wb + k * w.nb[1] + col_offset, tmp, len);
-        row = tmp;
+    for (int64_t m0 = 0; m0 < M; m0 += kCols) {
+      const int cols = static_cast<int>(std::min(kCols, M - m0));
+      const float* a[kCols];
+      float* ys[kCols];
+      for (int c = 0; c < cols; ++c) {
+        a[c] = reinterpret_cast<const float*>(xb + (m0 + c) * x.nb[1]);
+        ys[c] = y + (m0 + c) * N + n0;
+        std::memset(ys[c], 0, len * sizeof(float));
       }
-      for (int64_t m = 0; m < M; ++m) {
-        const float a = reinterpret_cast<const float*>(xb + m * x.nb[1])[k];
-        float* ym = y + m * N + n0;
-        for (int64_t j = 0; j < len; ++j) ym[j] += a * row[j];
-      }
+      add_weighted_rows(w.type, wb, w.nb[1], K, len, a, ys, cols);
     }
   }
 }

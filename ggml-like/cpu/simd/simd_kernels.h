@@ -27,6 +27,10 @@ float dot_row(Type t, const void* w_row, const float* x, int64_t n);
 void matmul(Type t, const void* w, int64_t rows, int64_t n, const float* x, int64_t x_stride, int64_t n_cols,
             float* y, int64_t y_stride, int64_t row_begin, int64_t row_end);
 void decode_row(Type t, const void* w_row, float* out, int64_t n);
+// y[c][0, n) += sum over k < K of a[c][k] * (row k of w, rows row_stride bytes apart) for the
+// n_cols columns c: the transposed product (mul_mat_t), with nothing decoded to memory.
+void add_weighted_rows(Type t, const void* w, size_t row_stride, int64_t K, int64_t n, const float* const* a,
+                       float* const* y, int n_cols);
 
 // node.cpp: scratch bytes of a node and running it (cpu_kernels.h's cpu_work_bytes, cpu_run_node).
 size_t node_work_bytes(const Tensor& node, int n_threads);
@@ -43,7 +47,6 @@ void cpu_softmax(const Tensor& dst, const CpuThread& th);
 // op_matmul.cpp
 size_t cpu_mul_mat_work(const Tensor& dst, int n_threads);
 void cpu_mul_mat(const Tensor& dst, const CpuThread& th);
-size_t cpu_mul_mat_t_work(const Tensor& dst, int n_threads);
 void cpu_mul_mat_t(const Tensor& dst, const CpuThread& th);
 size_t cpu_mul_mat_id_work(const Tensor& dst, int n_threads);
 void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th);

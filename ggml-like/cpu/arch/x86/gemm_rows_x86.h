@@ -34,4 +34,18 @@ inline float sum_lanes(RowF v) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
+// The 32 nibbles of a 4-bit block's 16 quant bytes (element i low in byte i, element 16 + i high),
+// as bytes in element order in one vector.
+inline __m256i q4_nibbles(const uint8_t* qs) {
+#if defined(__AVX512BW__) && defined(__AVX512VL__)  // one variable shift of the broadcast bytes
+  const __m256i bytes = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m256i shifts = _mm256_setr_epi16(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4);
+  return _mm256_and_si256(_mm256_srlv_epi16(bytes, shifts), _mm256_set1_epi8(0x0F));
+#else
+  const __m128i both = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i low4 = _mm_set1_epi8(0x0F);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(both, 4), low4), _mm_and_si128(both, low4));
+#endif
+}
+
 }  // namespace ggl::GGL_ISA::gemm_rows_x86

@@ -24,8 +24,8 @@
 // unpack(block, f), which calls f(s, weights, d, m) for every sub-block s of the block in order
 // (weights: Weights or UnsignedBytes, each with store() and sums())
 // (inlined by force: left a call, the rows path's accumulators went through memory).
-// AVX2 code: the avx2 and avx512 sets both take it (256-bit steps; sums() takes VPDPWSSD where the
-// set has AVX-512 VNNI, kquant_madd.h).
+// AVX2 code: the avx2, avx2vnni and avx512 sets take it (256-bit steps; sums() takes VPDPWSSD and
+// VPDPBUSD where the set has 256-bit VNNI, kquant_madd.h).
 #pragma once
 #include "ggml-like/cpu/arch/x86/kquant_blocks.h"
 #if GGL_KQUANT_GEMM
@@ -83,11 +83,11 @@ inline __m256i sums(const Weights& w, const int16_t* q, const int8_t*, const uin
   return kquant::add_scaled(kquant::add_scaled(_mm256_setzero_si256(), w.lo, load32(q)), w.hi, load32(q + 16));
 }
 inline __m256i sums(const UnsignedBytes& w, const int16_t* q, const int8_t* hi, const uint8_t* lo) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#if GGL_VNNI256
   // VPDPBUSD on bytes: the weights times the high bytes, shifted up 8 bits, plus the weights times
   // the low bytes; no widening of the weights (exact: 4 products of at most 31 * 255 per lane).
-  return _mm256_dpbusd_epi32(_mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), w.bytes, load32(hi)), 8),
-                             load32(lo), w.bytes);
+  return vnni256::dpbusd(_mm256_slli_epi32(vnni256::dpbusd(_mm256_setzero_si256(), w.bytes, load32(hi)), 8),
+                         load32(lo), w.bytes);
 #else
   return sums(widen_unsigned(w.bytes), q, hi, lo);
 #endif

@@ -1,8 +1,10 @@
 // The AVX2 (with FMA, F16C) innermost steps of the integer GEMMs, for the walks written once in
 // cpu/simd/gemm_panel.h and gemm_rows.h (the interface is described there): 8 rows per vector,
 // register tiles of 2 vectors (16 rows) by 3 columns (16 ymm registers: 12 accumulators, two
-// weight vectors, the broadcast activation word), and no VNNI: the dot steps are VPMADDWD
-// (16-bit pairs) and VPMADDUBSW + VPMADDWD (byte quads). Included through cpu/simd/gemm_steps.h.
+// weight vectors, the broadcast activation word). Without VNNI (the avx2 set) the dot steps are
+// VPMADDWD + VPADDD (16-bit pairs) and VPMADDUBSW + VPMADDWD (byte quads); the avx2vnni set
+// compiles the same file with AVX-VNNI, whose VPDPWSSD / VPDPBUSD do each in one instruction.
+// Included through cpu/simd/gemm_steps.h.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -94,7 +96,11 @@ inline __m256i in_order(__m256i v) {
 struct Pairs {
   using Sum = __m256i;
   static Sum zero() { return _mm256_setzero_si256(); }
+#if GGL_VNNI256  // the avx2vnni set: VPDPWSSD does both in one instruction
+  static Sum add(Sum acc, __m256i w, __m256i x) { return vnni256::dpwssd(acc, w, x); }
+#else
   static Sum add(Sum acc, __m256i w, __m256i x) { return in_order(_mm256_add_epi32(acc, _mm256_madd_epi16(w, x))); }
+#endif
   static __m256i total(Sum s) { return s; }
 
   // The 16 pair vectors of one lane group from 8 rows' 16 bytes of 4-bit quants (element i in the
@@ -152,11 +158,17 @@ struct Pairs {
 // products as int16, which add up in int16 over the block (8 steps of 2 products of at most
 // 15 * 127 each: 30480, below 32767, so nothing saturates), and one VPMADDWD per block turns them
 // into the int32 quad sums.
+// With AVX-VNNI (the avx2vnni set) VPDPBUSD adds the four products into the int32 lane directly.
 struct Quads {
-  using Sum = __m256i;  // 16 int16 sums
+  using Sum = __m256i;  // 16 int16 sums; 8 int32 sums with VNNI
   static Sum zero() { return _mm256_setzero_si256(); }
+#if GGL_VNNI256
+  static Sum add(Sum acc, __m256i w, __m256i x) { return vnni256::dpbusd(acc, w, x); }
+  static __m256i total(Sum s) { return s; }
+#else
   static Sum add(Sum acc, __m256i w, __m256i x) { return in_order(_mm256_add_epi16(acc, _mm256_maddubs_epi16(w, x))); }
   static __m256i total(Sum s) { return _mm256_madd_epi16(s, _mm256_set1_epi16(1)); }
+#endif
 
   // The 8 quad vectors of one lane group from 8 rows' 16 bytes of 4-bit quants: the bytes
   // transposed 4 at a time (dword u holds elements 4u..4u+3 in its low nibbles and 16+4u..19+4u in
@@ -177,14 +189,6 @@ struct Quads {
   }
 };
 
-// The 32 nibbles of a 4-bit block's 16 quant bytes (element i low in byte i, element 16 + i high),
-// as bytes in element order in one vector.
-inline __m256i q4_nibbles(const uint8_t* qs) {
-  const __m128i both = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m128i low4 = _mm_set1_epi8(0x0F);
-  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(both, 4), low4), _mm_and_si128(both, low4));
-}
-
 // The rows path with 16-bit activations: the block's 32 weights widened to int16 once (elements
 // 0..15 and 16..31), then VPMADDWD with the column's int16 values. (VPMADDUBSW would saturate on
 // the low bytes of 16-bit values times signed weights, so the AVX-512 split into bytes does not
@@ -204,7 +208,11 @@ struct PairRows {
   }
   // 8 lane sums of the block's 32 products, from the block's int16 activations q.
   static __m256i sums(const Weights& w, const int16_t* q, const int8_t*, const uint8_t*) {
+#if GGL_VNNI256  // the avx2vnni set (the AVX-512 set's byte split measured slower here than widening)
+    return vnni256::dpwssd(vnni256::dpwssd(_mm256_setzero_si256(), w.lo, load(q)), w.hi, load(q + 16));
+#else
     return _mm256_add_epi32(_mm256_madd_epi16(w.lo, load(q)), _mm256_madd_epi16(w.hi, load(q + 16)));
+#endif
   }
   static __m256i signed_sums(const Weights& w, const int16_t* q, const int8_t* hi, const uint8_t* lo) {
     return sums(w, q, hi, lo);
@@ -215,9 +223,14 @@ struct PairRows {
 // The rows path with 8-bit activations: a block's 32 nibbles times its 32 activation bytes.
 struct QuadRows {
   using Weights = __m256i;
-  static Weights q4(const uint8_t* qs) { return q4_nibbles(qs); }
+  static Weights q4(const uint8_t* qs) { return gemm_rows_x86::q4_nibbles(qs); }
   static __m256i sums(Weights w, const int8_t* q) {
-    return Quads::total(_mm256_maddubs_epi16(w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q))));
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+#if GGL_VNNI256
+    return vnni256::dpbusd(_mm256_setzero_si256(), w, x);
+#else
+    return Quads::total(_mm256_maddubs_epi16(w, x));
+#endif
   }
 };
 

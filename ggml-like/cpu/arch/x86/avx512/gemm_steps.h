@@ -168,14 +168,6 @@ struct Quads {
   }
 };
 
-// The 32 nibbles of a 4-bit block's 16 quant bytes (element i low in byte i, element 16 + i high),
-// as bytes in element order in one vector.
-inline __m256i q4_nibbles(const uint8_t* qs) {
-  const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
-  const __m256i shifts = _mm256_setr_epi16(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4);
-  return _mm256_and_si256(_mm256_srlv_epi16(both, shifts), _mm256_set1_epi8(0x0F));
-}
-
 // The rows path with 16-bit activations: VPDPBUSD multiplies bytes, so the 16-bit values go in
 // two: the weights times the high bytes (signed), shifted up 8 bits, plus the low bytes (unsigned)
 // times the weights. Two byte products per 4 weights instead of one 16-bit product per 2, with no
@@ -185,7 +177,7 @@ inline __m256i q4_nibbles(const uint8_t* qs) {
 struct PairRows {
   using Weights = __m256i;
   static constexpr bool kQ8UsesHiOffset = true;
-  static Weights q4(const uint8_t* qs) { return q4_nibbles(qs); }
+  static Weights q4(const uint8_t* qs) { return gemm_rows_x86::q4_nibbles(qs); }
   static Weights q8(const uint8_t* qs) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs)); }
   // 8 lane sums of the block's 32 products: `w` unsigned (4-bit quants) or signed (Q8_0); the
   // block's activations as int16 q, high bytes hi and low bytes lo.
@@ -204,7 +196,7 @@ struct PairRows {
 // The rows path with 8-bit activations: a block's 32 nibbles times its 32 activation bytes.
 struct QuadRows {
   using Weights = __m256i;
-  static Weights q4(const uint8_t* qs) { return q4_nibbles(qs); }
+  static Weights q4(const uint8_t* qs) { return gemm_rows_x86::q4_nibbles(qs); }
   static __m256i sums(Weights w, const int8_t* q) {
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)));
   }

@@ -1,0 +1,299 @@
+// Decoding of every weight type's blocks, written once for the CUDA kernels and the host
+// (core/host_device.h), so the default build's test (tests/test_cuda_block_decode.cpp) checks
+// against the reference dequantizers exactly the code the kernels run: the group decoders, the
+// walk of a row in groups, and a lane's share of a dot product. No CUDA header is needed on the host side.
+//
+// The unit is a group of 8 consecutive values (kGroup): every block type's block is a whole
+// number of groups (4 for the 32-value blocks, 32 for the 256-value super-blocks), and the plain
+// types (F32, F16, BF16) are read as "blocks" of one group, so their rows must be a multiple of 8.
+// Loads are byte loads assembled little-endian: GGUF blocks (34, 18, 110, ... bytes) are not
+// aligned to their fields' sizes in general. Only F32 reads whole floats (4-byte aligned data).
+// Formulas follow ggml-like/quant/*.cpp's dequantizers term by term.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "ggml-like/core/types.h"
+#include "ggml-like/core/host_device.h"
+
+namespace ggl::blocks {
+
+inline constexpr int kGroup = 8;
+
+GGL_HD uint32_t load_u16(const uint8_t* p) { return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8); }
+GGL_HD uint32_t load_u32(const uint8_t* p) { return load_u16(p) | (load_u16(p + 2) << 16); }
+
+GGL_HD float bits_to_float(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+#endif
+}
+
+// IEEE half to float, exact (subnormals, infinities and NaN included).
+GGL_HD float half_to_float(uint32_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in float
+    const float magnitude = static_cast<float>(mantissa) * (1.0f / 16777216.0f);
+    return sign ? -magnitude : magnitude;
+  }
+  if (exponent == 31) return bits_to_float(sign | 0x7f800000u | (mantissa << 13));
+  return bits_to_float(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+GGL_HD float bf16_to_float(uint32_t b) { return bits_to_float(b << 16); }
+GGL_HD float load_half(const uint8_t* p) { return half_to_float(load_u16(p)); }
+
+// IQ4's 16 levels (kIq4Values) packed into two words, so device code needs no table in memory.
+GGL_HD int iq4_level(int q) {
+  const uint64_t low = 0xF6EADDCFBFAD9881ull, high = 0x7159453526190D01ull;
+  return static_cast<int8_t>(static_cast<uint8_t>(((q < 8 ? low : high) >> (8 * (q & 7))) & 0xff));
+}
+
+// Nibble of value j (0..31) in a 32-value block whose byte i holds values i and i + 16
+// (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, an IQ4_XS sub-block).
+GGL_HD int nibble32(const uint8_t* qs, int j) { return (qs[j & 15] >> (4 * (j >> 4))) & 0x0f; }
+
+// Each decoder: kValues values in kBytes bytes per block, group(block, g, v) writes values
+// 8g .. 8g+7 of the block to v.
+struct DecodeF32 {
+  static constexpr int kValues = kGroup, kBytes = 4 * kGroup;
+  static GGL_HD void group(const uint8_t* b, int, float* v) {
+    for (int j = 0; j < kGroup; ++j) {
+#if defined(__CUDA_ARCH__)
+      v[j] = reinterpret_cast<const float*>(b)[j];
+#else
+      std::memcpy(&v[j], b + 4 * j, sizeof(float));
+#endif
+    }
+  }
+};
+struct DecodeF16 {
+  static constexpr int kValues = kGroup, kBytes = 2 * kGroup;
+  static GGL_HD void group(const uint8_t* b, int, float* v) {
+    for (int j = 0; j < kGroup; ++j) v[j] = load_half(b + 2 * j);
+  }
+};
+struct DecodeBF16 {
+  static constexpr int kValues = kGroup, kBytes = 2 * kGroup;
+  static GGL_HD void group(const uint8_t* b, int, float* v) {
+    for (int j = 0; j < kGroup; ++j) v[j] = bf16_to_float(load_u16(b + 2 * j));
+  }
+};
+
+// Q8_0: d, 32 int8.
+struct DecodeQ8_0 {
+  static constexpr int kValues = 32, kBytes = 34;
+  static GGL_HD void group(const uint8_t* b, int g, float* v) {
+    const float d = load_half(b);
+    for (int j = 0; j < kGroup; ++j) v[j] = d * static_cast<float>(static_cast<int8_t>(b[2 + 8 * g + j]));
+  }
+};
+// Q4_0: d, 16 bytes of nibbles; d * (q - 8).
+struct DecodeQ4_0 {
+  static constexpr int kValues = 32, kBytes = 18;
+  static GGL_HD void group(const uint8_t* b, int g, float* v) {
+    const float d = load_half(b);
+    for (int j = 0; j < kGroup; ++j) v[j] = d * static_cast<float>(nibble32(b + 2, 8 * g + j) - 8);
+  }
+};
+// Q4_1: d, m, nibbles; d * q + m.
+struct DecodeQ4_1 {
+  static constexpr int kValues = 32, kBytes = 20;
+  static GGL_HD void group(const uint8_t* b, int g, float* v) {
+    const float d = load_half(b), m = load_half(b + 2);
+    for (int j = 0; j < kGroup; ++j) v[j] = d * static_cast<float>(nibble32(b + 4, 8 * g + j)) + m;
+  }
+};
+// Q5_0: d, qh (bit e is value e's fifth bit), nibbles; (q - 16) * d.
+struct DecodeQ5_0 {
+  static constexpr int kValues = 32, kBytes = 22;
+  static GGL_HD void group(const uint8_t* b, int g, float* v) {
+    const float d = load_half(b);
+    const uint32_t qh = load_u32(b + 2);
+    for (int j = 0; j < kGroup; ++j) {
+      const int e = 8 * g + j;
+      const int q = nibble32(b + 6, e) | static_cast<int>(((qh >> e) & 1) << 4);
+      v[j] = static_cast<float>(q - 16) * d;
+    }
+  }
+};
+// Q5_1: d, m, qh, nibbles; q * d + m.
+struct DecodeQ5_1 {
+  static constexpr int kValues = 32, kBytes = 24;
+  static GGL_HD void group(const uint8_t* b, int g, float* v) {
+    const float d = load_half(b), m = load_half(b + 2);
+    const uint32_t qh = load_u32(b + 4);
+    for (int j = 0; j < kGroup; ++j) {
+      const int e = 8 * g + j;
+      const int q = nibble32(b + 8, e) | static_cast<int>(((qh >> e) & 1) << 4);
+      v[j] = static_cast<float>(q) * d + m;
+    }
+  }
+};
+
+// The K-quants' value e of a super-block lies in half h = e / 128, quarter k = (e % 128) / 32, at
+// l = e % 32; a group never crosses a 16-value sub-block.
+// Q2_K: scales[16], qs[64], d, dmin.
+struct DecodeQ2_K {
+  static constexpr int kValues = 256, kBytes = 84;
+  static GGL_HD void group(const uint8_t* b, int g, float* v) {
+    const int e = 8 * g, h = e >> 7, k = (e >> 5) & 3, l = e & 31;
+    const float d = load_half(b + 80), dmin = load_half(b + 82);
+    const uint32_t sc = b[e >> 4];
+    const float dl = d * static_cast<float>(sc & 0x0f), ml = dmin * static_cast<float>(sc >> 4);
+    const uint8_t* qs = b + 16 + 32 * h + l;
+    for (int j = 0; j < kGroup; ++j) v[j] = dl * static_cast<float>((qs[j] >> (2 * k)) & 3) - ml;
+  }
+};
+// Q3_K: hmask[32], qs[64], scales[12] (16 six-bit scales), d.
+struct DecodeQ3_K {
+  static constexpr int kValues = 256, kBytes = 110;
+  static GGL_HD void group(const uint8_t* b, int g, float* v) {
+    const int e = 8 * g, h = e >> 7, k = (e >> 5) & 3, l = e & 31, s = e >> 4;
+    const uint8_t* scales = b + 96;
+    const int low4 = s < 8 ? scales[s] & 0x0f : scales[s - 8] >> 4;
+    const int high2 = (scales[8 + s % 4] >> (2 * (s / 4))) & 3;
+    const float dl = load_half(b + 108) * static_cast<float>((low4 | (high2 << 4)) - 32);
+    const uint8_t* qs = b + 32 + 32 * h + l;
+    const uint8_t* hmask = b + l;
+    for (int j = 0; j < kGroup; ++j) {
+      const int low = (qs[j] >> (2 * k)) & 3, high = (hmask[j] >> (e >> 5)) & 1;
+      v[j] = dl * static_cast<float>(low - (high ? 0 : 4));
+    }
+  }
+};
+// Sub-block s's 6-bit scale and min in a Q4_K / Q5_K scales array (ggml's get_scale_min_k4).
+GGL_HD void scale_min_k4(int s, const uint8_t* q, int& sc, int& m) {
+  if (s < 4) {
+    sc = q[s] & 63;
+    m = q[s + 4] & 63;
+  } else {
+    sc = (q[s + 4] & 0x0f) | ((q[s - 4] >> 6) << 4);
+    m = (q[s + 4] >> 4) | ((q[s] >> 6) << 4);
+  }
+}
+// Q4_K (fifth = false): d, dmin, scales[12], qs[128]; Q5_K (fifth = true): qh[32] before qs.
+template <bool kFifth>
+struct DecodeQ45_K {
+  static constexpr int kValues = 256, kBytes = kFifth ? 176 : 144;
+  static GGL_HD void group(const uint8_t* b, int g, float* v) {
+    const int e = 8 * g, s = e >> 5, l = e & 31;
+    int sc, m;
+    scale_min_k4(s, b + 4, sc, m);
+    const float dl = load_half(b) * static_cast<float>(sc), ml = load_half(b + 2) * static_cast<float>(m);
+    const uint8_t* qs = b + (kFifth ? 48 : 16) + 32 * (s / 2) + l;
+    const uint8_t* qh = b + 16 + l;
+    for (int j = 0; j < kGroup; ++j) {
+      int q = (qs[j] >> (4 * (s % 2))) & 0x0f;
+      if (kFifth) q += ((qh[j] >> s) & 1) << 4;
+      v[j] = dl * static_cast<float>(q) - ml;
+    }
+  }
+};
+using DecodeQ4_K = DecodeQ45_K<false>;
+using DecodeQ5_K = DecodeQ45_K<true>;
+// Q6_K: ql[128], qh[64], int8 scales[16], d.
+struct DecodeQ6_K {
+  static constexpr int kValues = 256, kBytes = 210;
+  static GGL_HD void group(const uint8_t* b, int g, float* v) {
+    const int e = 8 * g, h = e >> 7, k = (e >> 5) & 3, l = e & 31;
+    const float dl = load_half(b + 208) * static_cast<float>(static_cast<int8_t>(b[192 + (e >> 4)]));
+    const uint8_t* ql = b + 64 * h + l + 32 * (k % 2);
+    const uint8_t* qh = b + 128 + 32 * h + l;
+    for (int j = 0; j < kGroup; ++j) {
+      const int low = (ql[j] >> (4 * (k / 2))) & 0x0f, high = (qh[j] >> (2 * k)) & 3;
+      v[j] = dl * static_cast<float>((low | (high << 4)) - 32);
+    }
+  }
+};
+// IQ4_NL: d, nibbles indexing the 16 levels.
+struct DecodeIQ4_NL {
+  static constexpr int kValues = 32, kBytes = 18;
+  static GGL_HD void group(const uint8_t* b, int g, float* v) {
+    const float d = load_half(b);
+    for (int j = 0; j < kGroup; ++j) v[j] = d * static_cast<float>(iq4_level(nibble32(b + 2, 8 * g + j)));
+  }
+};
+// IQ4_XS: d, scales_h (2 bits per sub-block), scales_l[4] (4 bits), qs[128] (16 per sub-block).
+struct DecodeIQ4_XS {
+  static constexpr int kValues = 256, kBytes = 136;
+  static GGL_HD void group(const uint8_t* b, int g, float* v) {
+    const int e = 8 * g, s = e >> 5;
+    const int ls = ((b[4 + s / 2] >> (4 * (s % 2))) & 0x0f) | static_cast<int>(((load_u16(b + 2) >> (2 * s)) & 3) << 4);
+    const float dl = load_half(b) * static_cast<float>(ls - 32);
+    const uint8_t* qs = b + 8 + 16 * s;
+    for (int j = 0; j < kGroup; ++j) v[j] = dl * static_cast<float>(iq4_level(nibble32(qs, (e & 31) + j)));
+  }
+};
+
+// Calls f(Decode...{}) for type t and returns true, or returns false where t has no decoder.
+template <class F>
+bool with_decoder(Type t, F&& f) {
+  switch (t) {
+    case Type::F32: f(DecodeF32{}); return true;
+    case Type::F16: f(DecodeF16{}); return true;
+    case Type::BF16: f(DecodeBF16{}); return true;
+    case Type::Q8_0: f(DecodeQ8_0{}); return true;
+    case Type::Q4_0: f(DecodeQ4_0{}); return true;
+    case Type::Q4_1: f(DecodeQ4_1{}); return true;
+    case Type::Q5_0: f(DecodeQ5_0{}); return true;
+    case Type::Q5_1: f(DecodeQ5_1{}); return true;
+    case Type::Q2_K: f(DecodeQ2_K{}); return true;
+    case Type::Q3_K: f(DecodeQ3_K{}); return true;
+    case Type::Q4_K: f(DecodeQ4_K{}); return true;
+    case Type::Q5_K: f(DecodeQ5_K{}); return true;
+    case Type::Q6_K: f(DecodeQ6_K{}); return true;
+    case Type::IQ4_NL: f(DecodeIQ4_NL{}); return true;
+    case Type::IQ4_XS: f(DecodeIQ4_XS{}); return true;
+    default: return false;
+  }
+}
+
+// Values per block of type t's decoder (0 where it has none): rows must be a multiple of it.
+inline int decoder_values(Type t) {
+  int values = 0;
+  with_decoder(t, [&](auto d) { values = decltype(d)::kValues; });
+  return values;
+}
+
+// Group gi of a row: its block and the group's index within it.
+template <class D>
+GGL_HD const uint8_t* group_block(const uint8_t* row, int64_t gi, int& g) {
+  constexpr int kGroups = D::kValues / kGroup;
+  g = static_cast<int>(gi % kGroups);
+  return row + (gi / kGroups) * D::kBytes;
+}
+
+template <class D>
+GGL_HD void decode_group(const uint8_t* row, int64_t gi, float* v) {
+  int g;
+  const uint8_t* block = group_block<D>(row, gi, g);
+  D::group(block, g, v);
+}
+
+// One lane's share of the dot products of a weight row of n values with m <= kCols activation
+// columns (xs[c], f32): groups lane, lane + lanes, ...; acc[c] += its partial sums. The mat-vec
+// kernel runs it with lanes = 32 and sums acc over the warp.
+template <class D, int kCols>
+GGL_HD void row_dot_lane(const uint8_t* row, int64_t n, const float* const* xs, int m, int lane, int lanes,
+                         float* acc) {
+  const int64_t groups = n / kGroup;
+  for (int64_t gi = lane; gi < groups; gi += lanes) {
+    float v[kGroup];
+    decode_group<D>(row, gi, v);
+GGL_UNROLL
+    for (int c = 0; c < kCols; ++c) {
+      if (c >= m) break;
+      const float* x = xs[c] + gi * kGroup;
+      float s = 0.0f;
+GGL_UNROLL
+      for (int j = 0; j < kGroup; ++j) s += v[j] * x[j];
+      acc[c] += s;
+    }
+  }
+}
+
+}  // namespace ggl::blocks

@@ -1,0 +1,91 @@
+// What the CUDA backend says it runs, asked without a device: supports() and the work buffer the
+// matrix products need are plain host code, so a CUDA build checks them on any machine. The
+// kernels themselves are tested by test_backend_ops (on a GPU) and test_cuda_block_decode.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "ggml-like/graph/graph.h"
+#include "ggml-like/quant/quant.h"
+#include "tests/random_floats.h"
+#if LATTE_CUDA
+#include "ggml-like/cuda/cuda_ops.h"
+#include "ggml-like/cuda/matmul_kernels.h"
+#endif
+
+namespace {
+
+using ggl::Graph;
+using ggl::Tensor;
+using ggl::Type;
+
+#if LATTE_CUDA
+// A leaf with no bytes: supports() and the work sizes look at types and shapes only.
+Tensor* leaf(Graph& g, Type t, std::vector<int64_t> ne) { return g.external(t, ne, nullptr, "leaf"); }
+#endif
+
+TEST(CudaSupports, ProductsAndGathersOfEveryWeightType) {
+#if !LATTE_CUDA
+  GTEST_SKIP() << "SKIPPED: built without the CUDA backend (-DLATTE_CUDA=ON)";
+#else
+  for (Type t : latte::testing::weight_types()) {
+    Graph g;
+    Tensor* w = leaf(g, t, {512, 37, 4});
+    for (int64_t m : {1, 8, 40})
+      EXPECT_TRUE(ggl::cuda::supports(*g.mul_mat(w, leaf(g, Type::F32, {512, m, 4})))) << ggl::type_name(t) << " " << m;
+    EXPECT_TRUE(ggl::cuda::supports(*g.mul_mat_t(leaf(g, t, {512, 24}), leaf(g, Type::F32, {24, 3}))))
+        << ggl::type_name(t);
+    Tensor* ids = leaf(g, Type::I32, {2, 5});
+    EXPECT_TRUE(ggl::cuda::supports(*g.mul_mat_id(w, leaf(g, Type::F32, {512, 1, 5}), ids))) << ggl::type_name(t);
+    EXPECT_TRUE(ggl::cuda::supports(*g.get_rows(w, leaf(g, Type::I32, {6, 4})))) << ggl::type_name(t);
+  }
+#endif
+}
+
+TEST(CudaSupports, DeclinesWhatHasNoKernel) {
+#if !LATTE_CUDA
+  GTEST_SKIP() << "SKIPPED: built without the CUDA backend (-DLATTE_CUDA=ON)";
+#else
+  Graph g;
+  // The kernels decode float rows in groups of 8 values.
+  Tensor* odd = leaf(g, Type::F16, {12, 5});
+  EXPECT_FALSE(ggl::cuda::supports(*g.mul_mat(odd, leaf(g, Type::F32, {12, 2}))));
+  EXPECT_FALSE(ggl::cuda::supports(*g.get_rows(odd, leaf(g, Type::I32, {3}))));
+  // cuBLAS reads x's columns at their stride: overlapping columns only on the mat-vec path.
+  Tensor* x = leaf(g, Type::F32, {600});
+  Tensor* overlapping = g.view(x, {256, 40, 1, 1}, {4, 8, 8 * 40, 8 * 40}, 0);
+  EXPECT_FALSE(ggl::cuda::supports(*g.mul_mat(leaf(g, Type::Q4_0, {256, 7}), overlapping)));
+  Tensor* few = g.view(x, {256, 8, 1, 1}, {4, 8, 8 * 8, 8 * 8}, 0);
+  EXPECT_TRUE(ggl::cuda::supports(*g.mul_mat(leaf(g, Type::Q4_0, {256, 7}), few)));
+#endif
+}
+
+TEST(CudaSupports, WorkBufferOfTheProducts) {
+#if !LATTE_CUDA
+  GTEST_SKIP() << "SKIPPED: built without the CUDA backend (-DLATTE_CUDA=ON)";
+#else
+  Graph g;
+  Tensor* w = leaf(g, Type::Q4_0, {512, 37});
+  // Mat-vec reads the blocks: no scratch. More columns: the dequantized rows, here all 37.
+  EXPECT_EQ(ggl::cuda::matmul_work_bytes(*g.mul_mat(w, leaf(g, Type::F32, {512, 8}))), 0u);
+  EXPECT_EQ(ggl::cuda::matmul_work_bytes(*g.mul_mat(w, leaf(g, Type::F32, {512, 9}))), 37u * 512 * sizeof(float));
+  // f32 weights go to cuBLAS in place.
+  Tensor* f32 = leaf(g, Type::F32, {512, 37});
+  EXPECT_EQ(ggl::cuda::matmul_work_bytes(*g.mul_mat(f32, leaf(g, Type::F32, {512, 40}))), 0u);
+  // A large matrix is dequantized in chunks of whole rows of at most 64 MiB.
+  Tensor* head = leaf(g, Type::Q4_K, {4096, 102400});
+  const size_t big = ggl::cuda::matmul_work_bytes(*g.mul_mat(head, leaf(g, Type::F32, {4096, 40})));
+  EXPECT_LE(big, size_t{64} << 20);
+  EXPECT_EQ(big % (4096 * sizeof(float)), 0u);
+  // mul_mat_t dequantizes its rows (of N values) the same way.
+  EXPECT_EQ(ggl::cuda::matmul_work_bytes(*g.mul_mat_t(leaf(g, Type::Q8_0, {256, 48}), leaf(g, Type::F32, {48, 1}))),
+            48u * 256 * sizeof(float));
+  // mul_mat_id: the pairs sorted by expert and their tiles.
+  Tensor* ids = leaf(g, Type::I32, {6, 100});
+  Tensor* experts = leaf(g, Type::Q4_0, {256, 21, 64});
+  EXPECT_EQ(ggl::cuda::matmul_work_bytes(*g.mul_mat_id(experts, leaf(g, Type::F32, {256, 1, 100}), ids)),
+            ggl::cuda::mat_vec_id_work_bytes(600, 64));
+#endif
+}
+
+}  // namespace
