@@ -1,5 +1,5 @@
 // The backend interface and the scheduler that cuts a graph at placement boundaries. A second
-// backend is simulated by a "device" that keeps its bytes apart from the CPU's (its own buffers),
+// backend is simulated by a "device" (tests/simulated_device.h) that keeps its bytes apart from the CPU's (its own buffers),
 // runs a chosen subset of ops with the CPU's kernels, and checks that every leaf it is given lies
 // in its own memory; the CPU side checks the reverse. A split graph must then give exactly the
 // CPU's results (same kernels, one thread), with the copies the placement implies.
@@ -20,6 +20,7 @@
 #include "src/model/kv_cache.h"
 #include "src/model/model.h"
 #include "tests/random_floats.h"
+#include "tests/simulated_device.h"
 #include "tests/test_support.h"
 
 namespace {
@@ -31,66 +32,8 @@ using ggl::Op;
 using ggl::Tensor;
 using ggl::Type;
 
-// Leaves of a graph a backend is asked to run, by storage base.
-std::vector<const Tensor*> leaves_of(const Graph& g) {
-  std::vector<const Tensor*> out;
-  for (const Tensor& t : g.tensors())
-    if (t.op == Op::kLeaf) out.push_back(&t);
-  return out;
-}
-
-// A CPU that refuses graphs reading the fake device's memory.
-class CheckedCpu final : public Backend {
- public:
-  explicit CheckedCpu(const Backend* device) : device_(device) {}
-  std::string_view name() const override { return "cpu"; }
-  bool supports_op(const Tensor&) const override { return true; }
-  void compute(Graph& g) override {
-    for (const Tensor* l : leaves_of(g))
-      if (device_ && device_->holds(l->data)) ADD_FAILURE() << "cpu given device memory: " << l->name;
-    ++graphs;
-    cpu_.compute(g);
-  }
-  int graphs = 0;
-
- private:
-  const Backend* device_;
-  ggl::CpuBackend cpu_{1};
-};
-
-// A device: its own memory (host bytes the scheduler must treat as unreachable), some ops.
-class FakeDevice final : public Backend {
- public:
-  explicit FakeDevice(std::set<Op> ops) : ops_(std::move(ops)) {}
-  std::string_view name() const override { return "fake-gpu"; }
-  ggl::Memory memory() const override { return ggl::Memory::kDevice; }
-  bool supports_op(const Tensor& n) const override { return ops_.count(n.op) > 0; }
-  void upload(void* dst, const void* src, size_t n) override {
-    EXPECT_TRUE(holds(dst)) << "upload outside device memory";
-    uploaded += n;
-    Backend::upload(dst, src, n);
-  }
-  void compute(Graph& g) override {
-    for (const Tensor* l : leaves_of(g))
-      if (!holds(l->data)) ADD_FAILURE() << "device given host memory: " << l->name;
-    for (const Tensor* n : g.nodes()) EXPECT_TRUE(supports_op(*n)) << ggl::op_name(n->op);
-    ++graphs;
-    cpu_.compute(g);
-  }
-  // Moves a leaf's bytes into this device's memory (what loading a weight onto a GPU does).
-  void take(Tensor* leaf) {
-    auto& buf = buffers_.emplace_back(allocate(leaf->span_bytes()));
-    upload(buf->base(), leaf->data, leaf->span_bytes());
-    leaf->data = buf->base();
-  }
-  size_t uploaded = 0;
-  int graphs = 0;
-
- private:
-  std::set<Op> ops_;
-  ggl::CpuBackend cpu_{1};
-  std::vector<std::unique_ptr<ggl::BackendBuffer>> buffers_;
-};
+using FakeDevice = latte::testing::SimulatedDevice;
+using latte::testing::CheckedCpu;
 
 // x -> norm * g -> w1 (silu) -> w2 -> + x -> softmax -> top_k: w1 and g may move to the device.
 struct SmallNet {
@@ -201,7 +144,7 @@ TEST(BackendSplit, UnplaceableNodesAreErrors) {
       sched.compute(net.graph);
       FAIL() << "expected an error";
     } catch (const ggl::Error& e) {
-      EXPECT_STREQ(e.what(), "scheduler: fake-gpu holds 'w1' but cannot run mul_mat on it");
+      EXPECT_STREQ(e.what(), "scheduler: sim-gpu holds 'w1' but cannot run mul_mat on it");
     }
   }
   {
@@ -216,7 +159,7 @@ TEST(BackendSplit, UnplaceableNodesAreErrors) {
       sched.compute(g);
       FAIL() << "expected an error";
     } catch (const ggl::Error& e) {
-      EXPECT_STREQ(e.what(), "scheduler: mul reads 'a' on fake-gpu and 'b' in host memory");
+      EXPECT_STREQ(e.what(), "scheduler: mul reads 'a' on sim-gpu and 'b' in host memory");
     }
   }
 }
@@ -236,7 +179,7 @@ TEST(BackendSplit, OneBackendRunsTheGraphWhole) {
 }
 
 TEST(BackendSplit, BuffersAndCopies) {
-  FakeDevice dev({});
+  FakeDevice dev(std::set<Op>{});
   ggl::CpuBackend cpu(1);
   std::vector<uint8_t> host(1000);
   for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<uint8_t>(i * 7);
@@ -287,10 +230,7 @@ TEST(BackendSplit, ModelLayerOnDeviceMatchesCpu) {
   ggl::CpuBackend cpu(1);
   const auto want = logits(cpu, false, nullptr);
 
-  std::set<Op> all;
-  for (int op = static_cast<int>(Op::kGetRows); op <= static_cast<int>(Op::kFlashAttn); ++op)
-    all.insert(static_cast<Op>(op));
-  auto device = std::make_unique<FakeDevice>(all);
+  auto device = std::make_unique<FakeDevice>();
   FakeDevice& dev = *device;
   std::vector<std::unique_ptr<Backend>> list;
   list.push_back(std::move(device));
