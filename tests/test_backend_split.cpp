@@ -247,3 +247,61 @@ TEST(BackendSplit, ModelLayerOnDeviceMatchesCpu) {
 }
 
 }  // namespace
+
+namespace {
+
+// Routed experts in host memory: a long enough batch runs the expert product on the device with
+// only the experts the routing names copied over; a short one stays on the host.
+struct ExpertNet {
+  static constexpr int64_t K = 32, N = 24, E = 16, k = 2;
+  std::vector<float> router = random_floats(K * E, 11), experts = random_floats(K * N * E, 12);
+  Graph graph;
+  Tensor *ids, *out;
+  explicit ExpertNet(int64_t T) {
+    Tensor* x = graph.input(Type::F32, std::vector<int64_t>{K, T}, "x");
+    const auto xs = random_floats(K * T, 13);
+    std::memcpy(x->data, xs.data(), xs.size() * sizeof(float));
+    Tensor* r = graph.external(Type::F32, std::vector<int64_t>{K, E}, router.data(), "router");
+    Tensor* w = graph.external(Type::F32, std::vector<int64_t>{K, N, E}, experts.data(), "exps");
+    ids = graph.top_k(graph.softmax(graph.mul_mat(r, x)), {.k = static_cast<int>(k)});
+    out = graph.mul_mat_id(w, graph.reshape(x, {K, 1, T, 1}), ids);
+    graph.mark_output(ids);
+    graph.mark_output(out);
+  }
+};
+
+TEST(BackendSplit, ExpertProductsOfLongBatchesCopyTheUsedExperts) {
+  for (const int64_t T : {int64_t{8}, int64_t{7}}) {  // the threshold: 1 token per expert * 16 / 2
+    ExpertNet ref(T), net(T);
+    ggl::CpuBackend cpu(1);
+    cpu.compute(ref.graph);
+    const auto want = read_all<float>(cpu, *ref.out);
+    std::set<int32_t> used;
+    for (int32_t e : read_all<int32_t>(cpu, *ref.ids)) used.insert(e);
+
+    auto device = std::make_unique<FakeDevice>();
+    FakeDevice& dev = *device;
+    std::vector<std::unique_ptr<Backend>> list;
+    list.push_back(std::move(device));
+    list.push_back(std::make_unique<CheckedCpu>(&dev));
+    ggl::Scheduler sched(std::move(list), {.op_offload = true, .op_offload_min_batch = 1});
+    sched.compute(net.graph);
+    EXPECT_EQ(read_all<float>(sched, *net.out), want);
+    const size_t expert_bytes = ExpertNet::K * ExpertNet::N * sizeof(float);
+    if (T < 8) {
+      EXPECT_EQ(sched.last_expert_bytes(), 0u);
+      EXPECT_EQ(dev.ran[Op::kMulMatId], 0);
+      continue;
+    }
+    ASSERT_LT(used.size(), static_cast<size_t>(ExpertNet::E)) << "pick inputs that leave some expert unused";
+    EXPECT_EQ(sched.last_expert_bytes(), used.size() * expert_bytes);
+    EXPECT_EQ(dev.ran[Op::kMulMatId], 1);
+    EXPECT_GE(dev.uploaded, used.size() * expert_bytes);
+    // The routing crossed to the host before the copy.
+    bool ids_to_host = false;
+    for (const ggl::Crossing& c : sched.last_split().crossings) ids_to_host |= c.tensor->name == net.ids->name && c.to_backend == 1;
+    EXPECT_TRUE(ids_to_host);
+  }
+}
+
+}  // namespace

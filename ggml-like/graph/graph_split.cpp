@@ -61,8 +61,8 @@ int place_node(const Graph& graph, const Tensor& node, std::span<Backend* const>
 size_t align_up(size_t n) { return (n + kStagingAlign - 1) / kStagingAlign * kStagingAlign; }
 
 // Whether an expert product runs on the first backend (a device) with its host-memory experts
-// copied over: the weights are an external leaf of their own (not a view), x and ids are computed
-// on the way, and the batch reaches the threshold.
+// copied over: the weights are an external leaf of their own (not a view), the routing is
+// computed on the way, and the batch reaches the threshold.
 bool offloads_experts(const Graph& graph, const Tensor& node, std::span<Backend* const> backends,
                       const SplitOptions& options) {
   if (!options.op_offload || node.op != Op::kMulMatId || backends.size() < 2) return false;
@@ -70,9 +70,13 @@ bool offloads_experts(const Graph& graph, const Tensor& node, std::span<Backend*
   if (device.memory() != Memory::kDevice || !device.supports_op(node)) return false;
   const Tensor& w = *node.src[0];
   if (w.op != Op::kLeaf || w.view_src || graph.is_input(w) || home_of(w, backends) != kHostHome) return false;
+  // x may be a graph input (copied over like any); other external leaves would pin the node, and
+  // the routing must be computed so it can be brought to the host.
   for (int i = 1; i < kMaxSrc; ++i)
-    if (node.src[i] && storage_base(node.src[i])->op == Op::kLeaf) return false;
+    if (const Tensor* s = node.src[i] ? storage_base(node.src[i]) : nullptr; s && s->op == Op::kLeaf && !graph.is_input(*s))
+      return false;
   const Tensor& ids = *node.src[2];
+  if (storage_base(&ids)->op == Op::kLeaf) return false;
   return ids.ne[1] >= op_offload_threshold(options, w, ids);
 }
 
