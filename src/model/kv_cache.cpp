@@ -57,8 +57,8 @@ KvCache::KvCache(const Hparams& hp, int64_t n_ctx, ggl::Type type, const std::ve
   if (n_ctx <= 0) ggl::fail("context size {} must be positive", n_ctx);
   if (!device_of_layer.empty() && static_cast<int64_t>(device_of_layer.size()) != n_layer_)
     ggl::fail("cache: {} layer devices given for {} layers", device_of_layer.size(), n_layer_);
-  for (ggl::Backend* d : device_of_layer)
-    if (d) device_ = device_of_layer;
+  if (std::any_of(device_of_layer.begin(), device_of_layer.end(), [](ggl::Backend* d) { return d != nullptr; }))
+    device_ = device_of_layer;
   host_buffers_.resize(static_cast<size_t>(n_layer_ * layout_.streams));
   rows_.resize(host_buffers_.size());
   const auto stream_bytes = [&](int s) { return row_bytes(s) * static_cast<size_t>(n_ctx_); };
