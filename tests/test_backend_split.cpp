@@ -1,7 +1,7 @@
 // The backend interface and the scheduler that cuts a graph at placement boundaries. A second
-// backend is simulated by a "device" (tests/simulated_device.h) that keeps its bytes apart from the CPU's (its own buffers),
-// runs a chosen subset of ops with the CPU's kernels, and checks that every leaf it is given lies
-// in its own memory; the CPU side checks the reverse. A split graph must then give exactly the
+// backend is simulated by a "device" (tests/simulated_device.h) that keeps its bytes apart from
+// the CPU's (its own buffers), runs a chosen subset of ops with the CPU's kernels, and checks that
+// every leaf it is given lies in its own memory; the CPU side checks the reverse. A split graph must then give exactly the
 // CPU's results (same kernels, one thread), with the copies the placement implies.
 #include <gtest/gtest.h>
 
@@ -299,7 +299,8 @@ TEST(BackendSplit, ExpertProductsOfLongBatchesCopyTheUsedExperts) {
     EXPECT_GE(dev.uploaded, used.size() * expert_bytes);
     // The routing crossed to the host before the copy.
     bool ids_to_host = false;
-    for (const ggl::Crossing& c : sched.last_split().crossings) ids_to_host |= c.tensor->name == net.ids->name && c.to_backend == 1;
+    for (const ggl::Crossing& c : sched.last_split().crossings)
+      ids_to_host |= c.tensor->name == net.ids->name && c.to_backend == 1;
     EXPECT_TRUE(ids_to_host);
   }
 }

@@ -73,7 +73,8 @@ bool offloads_experts(const Graph& graph, const Tensor& node, std::span<Backend*
   // x may be a graph input (copied over like any); other external leaves would pin the node, and
   // the routing must be computed so it can be brought to the host.
   for (int i = 1; i < kMaxSrc; ++i)
-    if (const Tensor* s = node.src[i] ? storage_base(node.src[i]) : nullptr; s && s->op == Op::kLeaf && !graph.is_input(*s))
+    if (const Tensor* s = node.src[i] ? storage_base(node.src[i]) : nullptr;
+        s && s->op == Op::kLeaf && !graph.is_input(*s))
       return false;
   const Tensor& ids = *node.src[2];
   if (storage_base(&ids)->op == Op::kLeaf) return false;
@@ -105,7 +106,8 @@ SplitPlan plan_split(const Graph& graph, std::span<Backend* const> backends, con
     bool cut = plan.parts.empty() || plan.parts.back().backend != b;
     // The routing must be on the host before the experts it names are copied: it may not be made
     // in the part that copies them.
-    if (copies && !cut) cut = part_of[storage_base(nodes[i]->src[2])->index] == static_cast<int>(plan.parts.size()) - 1;
+    if (copies && !cut)
+      cut = part_of[storage_base(nodes[i]->src[2])->index] == static_cast<int>(plan.parts.size()) - 1;
     if (cut) plan.parts.push_back({b, {}, {}});
     plan.parts.back().nodes.push_back(nodes[i]);
     if (copies) plan.parts.back().expert_copies.push_back(nodes[i]);
@@ -274,6 +276,7 @@ std::vector<const void*> Scheduler::copy_experts(const Graph& graph, int p,
     offset[w->index] = need;
     need += align_up(w->span_bytes());
   }
+  device.synchronize();  // an earlier part may still read the staging buffer
   if (!expert_staging_[b] || expert_staging_[b]->size() < need) {
     expert_staging_[b].reset();
     expert_staging_[b] = device.allocate(need);
@@ -314,7 +317,8 @@ std::vector<const void*> Scheduler::copy_experts(const Graph& graph, int p,
     }
   }
   std::vector<const void*> at(graph.tensors().size(), nullptr);
-  for (const Tensor* n : part.expert_copies) at[n->src[0]->index] = expert_staging_[b]->base() + offset[n->src[0]->index];
+  for (const Tensor* n : part.expert_copies)
+    at[n->src[0]->index] = expert_staging_[b]->base() + offset[n->src[0]->index];
   return at;
 }
 

@@ -40,7 +40,9 @@ Session::Session(const Model& model, SessionOptions options) : model_(model), op
       std::vector<std::unique_ptr<ggl::Backend>> backends;
       backends.push_back(std::move(devices.front()));
       backends.push_back(ggl::make_backend({.n_threads = options_.n_threads}));
-      backend_ = std::make_unique<ggl::Scheduler>(std::move(backends), ggl::SplitOptions{.op_offload = options_.op_offload, .op_offload_min_batch = options_.op_offload_min_batch});
+      const ggl::SplitOptions split{.op_offload = options_.op_offload,
+                                    .op_offload_min_batch = options_.op_offload_min_batch};
+      backend_ = std::make_unique<ggl::Scheduler>(std::move(backends), split);
       device_ = &device;
       weights_ = std::make_unique<DeviceWeights>(model, device, gpu_tensor_names(plan.placement));
       cache_ = std::make_unique<KvCache>(hp, options_.n_ctx, options_.cache_type,
