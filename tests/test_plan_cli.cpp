@@ -97,7 +97,7 @@ TEST(PlanCli, RunNotesThePlacementFlags) {
   const ggl::GpuDevices gpus = ggl::gpu_devices();
   if (!gpus.devices.empty()) GTEST_SKIP() << "a GPU is present: the placement flags offload instead of a note";
   const std::string why = gpus.why_none + ", running on the CPU";
-  const auto r = run_latte_apart("run -p hi -n 1 --temp 0 -ngl 99 --cpu-moe -ot exps=cpu");
+  const auto r = run_latte_apart("run -p hi -n 1 --temp 0 -ngl 99 --cpu-moe -ot exps=cpu -nopo");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.substr(0, r.err.find('\n') + 1),
             "latte run: note: -ngl 99 --cpu-moe -ot exps=cpu: " + why + "\n");
