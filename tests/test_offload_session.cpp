@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -199,6 +200,38 @@ TEST(OffloadSession, TensorsTheDeviceCannotRunStayOnTheCpu) {
   const auto tokens = some_tokens(12);
   const auto got = s.eval(tokens), want = cpu.eval(tokens);
   EXPECT_LE(latte::testing::compare_logits(want, got, static_cast<size_t>(model.hparams().n_vocab)).nrmse, 1e-5);
+}
+
+// -ot rules applied last: a layer whose cache stays on the CPU while its attention weights go to
+// the device, and a layer's attention output projection kept on the CPU.
+TEST(OffloadSession, OverridesSplitALayerBetweenDeviceAndCpu) {
+  for (const char* gguf : {kTiny, "fixtures/llama-gqa-tiny-f32.gguf"}) {
+    LATTE_REQUIRE_SHARED(gguf);
+    const latte::Model model((latte::testing::shared_dir() / gguf).string());
+    latte::PlacementRequest r = request_for(Plan::kAll, 2);
+    for (const char* rule : {"^cache\\.0$", "blk\\.1\\.attn_output"})
+      r.overrides.push_back({rule, std::regex(rule), latte::Device::kCpu});
+    SimulatedDevice* dev = nullptr;
+    latte::Session s(model, offloading(r, &dev));
+    expect_device_holds_plan(s, *dev);
+    EXPECT_EQ(s.cache().device(0), nullptr) << gguf;
+    EXPECT_NE(s.cache().device(1), nullptr) << gguf;
+    EXPECT_FALSE(dev->holds(s.weights().layers[1].wo->data)) << gguf;
+    EXPECT_TRUE(dev->holds(s.weights().layers[0].wo->data)) << gguf;
+    latte::SessionOptions oc;
+    oc.n_threads = 1;
+    latte::Session cpu(model, oc);
+    const auto tokens = some_tokens(12);
+    const std::span<const int32_t> all(tokens);
+    auto got = s.eval(all.first(8)), want = cpu.eval(all.first(8));
+    for (size_t i = 8; i < tokens.size(); ++i) {
+      const auto a = s.eval(all.subspan(i, 1)), b = cpu.eval(all.subspan(i, 1));
+      got.insert(got.end(), a.begin(), a.end());
+      want.insert(want.end(), b.begin(), b.end());
+    }
+    EXPECT_LE(latte::testing::compare_logits(want, got, static_cast<size_t>(model.hparams().n_vocab)).nrmse, 1e-5)
+        << gguf;
+  }
 }
 
 TEST(OffloadSession, NoDeviceRunsOnTheCpu) {
