@@ -132,8 +132,9 @@ TEST_P(OffloadFixture, MatchesReferenceLogitsWithTheDeviceHoldingThePlan) {
   if (plan == Plan::kCpuMoe) {
     logits = s.eval(all);
     if (model.hparams().moe.n_expert > 0 &&
-        static_cast<int64_t>(tokens.size()) * model.hparams().moe.n_expert_used >= 32 * model.hparams().moe.n_expert)
+        static_cast<int64_t>(tokens.size()) * model.hparams().moe.n_expert_used >= 32 * model.hparams().moe.n_expert) {
       EXPECT_GT(s.last_traffic().expert_bytes, 0u) << "the experts were not copied to the device";
+    }
   } else {
     logits = s.eval(all.first(40));
     for (size_t i = 40; i < tokens.size(); ++i) {

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 #include "ggml-like/core/error.h"
 #include "ggml-like/graph/graph.h"
@@ -25,23 +27,26 @@ int entry_of(const ggl::Tensor& leaf, const std::map<std::string, int>& index) {
   return it == index.end() ? -1 : it->second;
 }
 
-// Graphs with the shapes a session runs: a decode step after one cached token, a two-token
-// prompt in each MLA form, and a cache shift; on a small host cache (only the nodes matter).
-std::vector<std::unique_ptr<ggl::Graph>> probe_graphs(const Model& model, const KvCache& cache) {
+// Graphs with the shapes a session runs: a decode step after one cached token, two-token and
+// whole-batch prompts in each MLA form (a kernel may take some sizes and not others), and a cache
+// shift; on a host cache of one batch (only the nodes matter).
+std::vector<std::unique_ptr<ggl::Graph>> probe_graphs(const Model& model, const KvCache& cache, int64_t n_batch) {
   std::vector<std::unique_ptr<ggl::Graph>> out;
-  static const int32_t tokens[2] = {0, 0};
+  const std::vector<int32_t> tokens(static_cast<size_t>(std::max<int64_t>(2, n_batch)), 0);
   const auto forward = [&](int64_t n, int64_t n_past, MlaMode path) {
     auto g = std::make_unique<ggl::Graph>();
     ForwardBatch batch;
-    batch.tokens = std::span<const int32_t>(tokens, static_cast<size_t>(n));
+    batch.tokens = std::span<const int32_t>(tokens.data(), static_cast<size_t>(n));
     batch.n_past = n_past;
     batch.mla_path = path;
     build_forward(*g, model, cache, batch);
     out.push_back(std::move(g));
   };
   forward(1, 1, MlaMode::kAbsorb);
-  forward(2, 0, MlaMode::kAbsorb);
-  if (model.hparams().is_mla()) forward(2, 0, MlaMode::kNaive);
+  for (const int64_t n : n_batch > 2 ? std::vector<int64_t>{2, n_batch} : std::vector<int64_t>{2}) {
+    forward(n, 0, MlaMode::kAbsorb);
+    if (model.hparams().is_mla()) forward(n, 0, MlaMode::kNaive);
+  }
   auto shift = std::make_unique<ggl::Graph>();
   build_cache_rotation(*shift, cache, model.hparams(), model.weights(), 0, 1, -1);
   out.push_back(std::move(shift));
@@ -88,8 +93,8 @@ OffloadPlan plan_offload(const Model& model, const PlacementRequest& request, in
   std::map<std::string, int> index;
   for (size_t i = 0; i < placed.size(); ++i) index[placed[i].tensor.name] = static_cast<int>(i);
 
-  const KvCache probe_cache(hp, 4, cache_type);
-  const auto graphs = probe_graphs(model, probe_cache);
+  const KvCache probe_cache(hp, std::max<int64_t>(4, n_batch), cache_type);
+  const auto graphs = probe_graphs(model, probe_cache, n_batch);
   // Moving a tensor back can leave another node reading the GPU and the CPU: repeat until stable.
   for (bool changed = true; changed;) {
     changed = false;

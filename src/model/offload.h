@@ -40,8 +40,8 @@ struct OffloadPlan {
 };
 
 // The placement a session uses on `device`: plan_placement() for the request, less what the
-// device cannot use. The device is asked about the nodes of a decode step, a two-token prompt
-// (both MLA forms) and a cache shift.
+// device cannot use. The device is asked about the nodes of a decode step, two-token and
+// n_batch-token prompts (both MLA forms) and a cache shift.
 OffloadPlan plan_offload(const Model& model, const PlacementRequest& request, int64_t n_ctx, ggl::Type cache_type,
                          int64_t n_batch, const ggl::Backend& device);
 

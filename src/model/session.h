@@ -34,12 +34,12 @@ struct SessionOptions {
   // With a request and a device backend, the placed weights are uploaded to the device, the
   // placed layers' caches live there, and graphs run through a Scheduler over [device, CPU]. With
   // a request but no device, everything runs on the CPU (the caller says so).
-  std::optional<PlacementRequest> placement;
+  std::optional<PlacementRequest> placement{};
   bool op_offload = true;  // long prompts' expert products on the device (--no-op-offload)
   int64_t op_offload_min_batch = 32;  // tokens per expert from which that pays (graph_split.h)
   // Where the device backends come from; unset: the GPUs of this build and machine
   // (ggl::available_backends). The first one is used. Tests inject a simulated device here.
-  std::function<std::vector<std::unique_ptr<ggl::Backend>>()> devices;
+  std::function<std::vector<std::unique_ptr<ggl::Backend>>()> devices{};
 };
 
 // What the last evaluated graph moved between backends (zero without offload).
