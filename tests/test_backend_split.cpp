@@ -1,7 +1,7 @@
 // The backend interface and the scheduler that cuts a graph at placement boundaries. A second
-// backend is simulated by a "device" that keeps its bytes apart from the CPU's (its own buffers),
-// runs a chosen subset of ops with the CPU's kernels, and checks that every leaf it is given lies
-// in its own memory; the CPU side checks the reverse. A split graph must then give exactly the
+// backend is simulated by a "device" (tests/simulated_device.h) that keeps its bytes apart from
+// the CPU's (its own buffers), runs a chosen subset of ops with the CPU's kernels, and checks that
+// every leaf it is given lies in its own memory; the CPU side checks the reverse. A split graph must then give exactly the
 // CPU's results (same kernels, one thread), with the copies the placement implies.
 #include <gtest/gtest.h>
 
@@ -20,6 +20,7 @@
 #include "src/model/kv_cache.h"
 #include "src/model/model.h"
 #include "tests/random_floats.h"
+#include "tests/simulated_device.h"
 #include "tests/test_support.h"
 
 namespace {
@@ -31,66 +32,8 @@ using ggl::Op;
 using ggl::Tensor;
 using ggl::Type;
 
-// Leaves of a graph a backend is asked to run, by storage base.
-std::vector<const Tensor*> leaves_of(const Graph& g) {
-  std::vector<const Tensor*> out;
-  for (const Tensor& t : g.tensors())
-    if (t.op == Op::kLeaf) out.push_back(&t);
-  return out;
-}
-
-// A CPU that refuses graphs reading the fake device's memory.
-class CheckedCpu final : public Backend {
- public:
-  explicit CheckedCpu(const Backend* device) : device_(device) {}
-  std::string_view name() const override { return "cpu"; }
-  bool supports_op(const Tensor&) const override { return true; }
-  void compute(Graph& g) override {
-    for (const Tensor* l : leaves_of(g))
-      if (device_ && device_->holds(l->data)) ADD_FAILURE() << "cpu given device memory: " << l->name;
-    ++graphs;
-    cpu_.compute(g);
-  }
-  int graphs = 0;
-
- private:
-  const Backend* device_;
-  ggl::CpuBackend cpu_{1};
-};
-
-// A device: its own memory (host bytes the scheduler must treat as unreachable), some ops.
-class FakeDevice final : public Backend {
- public:
-  explicit FakeDevice(std::set<Op> ops) : ops_(std::move(ops)) {}
-  std::string_view name() const override { return "fake-gpu"; }
-  ggl::Memory memory() const override { return ggl::Memory::kDevice; }
-  bool supports_op(const Tensor& n) const override { return ops_.count(n.op) > 0; }
-  void upload(void* dst, const void* src, size_t n) override {
-    EXPECT_TRUE(holds(dst)) << "upload outside device memory";
-    uploaded += n;
-    Backend::upload(dst, src, n);
-  }
-  void compute(Graph& g) override {
-    for (const Tensor* l : leaves_of(g))
-      if (!holds(l->data)) ADD_FAILURE() << "device given host memory: " << l->name;
-    for (const Tensor* n : g.nodes()) EXPECT_TRUE(supports_op(*n)) << ggl::op_name(n->op);
-    ++graphs;
-    cpu_.compute(g);
-  }
-  // Moves a leaf's bytes into this device's memory (what loading a weight onto a GPU does).
-  void take(Tensor* leaf) {
-    auto& buf = buffers_.emplace_back(allocate(leaf->span_bytes()));
-    upload(buf->base(), leaf->data, leaf->span_bytes());
-    leaf->data = buf->base();
-  }
-  size_t uploaded = 0;
-  int graphs = 0;
-
- private:
-  std::set<Op> ops_;
-  ggl::CpuBackend cpu_{1};
-  std::vector<std::unique_ptr<ggl::BackendBuffer>> buffers_;
-};
+using FakeDevice = latte::testing::SimulatedDevice;
+using latte::testing::CheckedCpu;
 
 // x -> norm * g -> w1 (silu) -> w2 -> + x -> softmax -> top_k: w1 and g may move to the device.
 struct SmallNet {
@@ -201,7 +144,7 @@ TEST(BackendSplit, UnplaceableNodesAreErrors) {
       sched.compute(net.graph);
       FAIL() << "expected an error";
     } catch (const ggl::Error& e) {
-      EXPECT_STREQ(e.what(), "scheduler: fake-gpu holds 'w1' but cannot run mul_mat on it");
+      EXPECT_STREQ(e.what(), "scheduler: sim-gpu holds 'w1' but cannot run mul_mat on it");
     }
   }
   {
@@ -216,7 +159,7 @@ TEST(BackendSplit, UnplaceableNodesAreErrors) {
       sched.compute(g);
       FAIL() << "expected an error";
     } catch (const ggl::Error& e) {
-      EXPECT_STREQ(e.what(), "scheduler: mul reads 'a' on fake-gpu and 'b' in host memory");
+      EXPECT_STREQ(e.what(), "scheduler: mul reads 'a' on sim-gpu and 'b' in host memory");
     }
   }
 }
@@ -236,7 +179,7 @@ TEST(BackendSplit, OneBackendRunsTheGraphWhole) {
 }
 
 TEST(BackendSplit, BuffersAndCopies) {
-  FakeDevice dev({});
+  FakeDevice dev(std::set<Op>{});
   ggl::CpuBackend cpu(1);
   std::vector<uint8_t> host(1000);
   for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<uint8_t>(i * 7);
@@ -287,10 +230,7 @@ TEST(BackendSplit, ModelLayerOnDeviceMatchesCpu) {
   ggl::CpuBackend cpu(1);
   const auto want = logits(cpu, false, nullptr);
 
-  std::set<Op> all;
-  for (int op = static_cast<int>(Op::kGetRows); op <= static_cast<int>(Op::kFlashAttn); ++op)
-    all.insert(static_cast<Op>(op));
-  auto device = std::make_unique<FakeDevice>(all);
+  auto device = std::make_unique<FakeDevice>();
   FakeDevice& dev = *device;
   std::vector<std::unique_ptr<Backend>> list;
   list.push_back(std::move(device));
@@ -304,6 +244,65 @@ TEST(BackendSplit, ModelLayerOnDeviceMatchesCpu) {
   // sum and its norm back out (4 hidden-size vectors), and the position for the rotary embedding.
   const size_t per_token = 4 * static_cast<size_t>(model.hparams().n_embd) * sizeof(float) + sizeof(int32_t);
   EXPECT_EQ(plan.crossing_bytes, tokens.size() * per_token);
+}
+
+}  // namespace
+
+namespace {
+
+// Routed experts in host memory: a long enough batch runs the expert product on the device with
+// only the experts the routing names copied over; a short one stays on the host.
+struct ExpertNet {
+  static constexpr int64_t K = 32, N = 24, E = 16, k = 2;
+  std::vector<float> router = random_floats(K * E, 11), experts = random_floats(K * N * E, 12);
+  Graph graph;
+  Tensor *ids, *out;
+  explicit ExpertNet(int64_t T) {
+    Tensor* x = graph.input(Type::F32, std::vector<int64_t>{K, T}, "x");
+    const auto xs = random_floats(K * T, 13);
+    std::memcpy(x->data, xs.data(), xs.size() * sizeof(float));
+    Tensor* r = graph.external(Type::F32, std::vector<int64_t>{K, E}, router.data(), "router");
+    Tensor* w = graph.external(Type::F32, std::vector<int64_t>{K, N, E}, experts.data(), "exps");
+    ids = graph.top_k(graph.softmax(graph.mul_mat(r, x)), {.k = static_cast<int>(k)});
+    out = graph.mul_mat_id(w, graph.reshape(x, {K, 1, T, 1}), ids);
+    graph.mark_output(ids);
+    graph.mark_output(out);
+  }
+};
+
+TEST(BackendSplit, ExpertProductsOfLongBatchesCopyTheUsedExperts) {
+  for (const int64_t T : {int64_t{8}, int64_t{7}}) {  // the threshold: 1 token per expert * 16 / 2
+    ExpertNet ref(T), net(T);
+    ggl::CpuBackend cpu(1);
+    cpu.compute(ref.graph);
+    const auto want = read_all<float>(cpu, *ref.out);
+    std::set<int32_t> used;
+    for (int32_t e : read_all<int32_t>(cpu, *ref.ids)) used.insert(e);
+
+    auto device = std::make_unique<FakeDevice>();
+    FakeDevice& dev = *device;
+    std::vector<std::unique_ptr<Backend>> list;
+    list.push_back(std::move(device));
+    list.push_back(std::make_unique<CheckedCpu>(&dev));
+    ggl::Scheduler sched(std::move(list), {.op_offload = true, .op_offload_min_batch = 1});
+    sched.compute(net.graph);
+    EXPECT_EQ(read_all<float>(sched, *net.out), want);
+    const size_t expert_bytes = ExpertNet::K * ExpertNet::N * sizeof(float);
+    if (T < 8) {
+      EXPECT_EQ(sched.last_expert_bytes(), 0u);
+      EXPECT_EQ(dev.ran[Op::kMulMatId], 0);
+      continue;
+    }
+    ASSERT_LT(used.size(), static_cast<size_t>(ExpertNet::E)) << "pick inputs that leave some expert unused";
+    EXPECT_EQ(sched.last_expert_bytes(), used.size() * expert_bytes);
+    EXPECT_EQ(dev.ran[Op::kMulMatId], 1);
+    EXPECT_GE(dev.uploaded, used.size() * expert_bytes);
+    // The routing crossed to the host before the copy.
+    bool ids_to_host = false;
+    for (const ggl::Crossing& c : sched.last_split().crossings)
+      ids_to_host |= c.tensor->name == net.ids->name && c.to_backend == 1;
+    EXPECT_TRUE(ids_to_host);
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "ggml-like/graph/backend_registry.h"
 #include "tests/test_support.h"
 
 namespace {
@@ -93,12 +94,10 @@ TEST(PlanCli, BadValuesAreOneLineErrors) {
 }
 
 TEST(PlanCli, RunNotesThePlacementFlags) {
-#ifdef LATTE_CUDA
-  const std::string why = "this build's CUDA backend does not run models yet, running on the CPU";
-#else
-  const std::string why = "built without CUDA, running on the CPU";
-#endif
-  const auto r = run_latte_apart("run -p hi -n 1 --temp 0 -ngl 99 --cpu-moe -ot exps=cpu");
+  const ggl::GpuDevices gpus = ggl::gpu_devices();
+  if (!gpus.devices.empty()) GTEST_SKIP() << "a GPU is present: the placement flags offload instead of a note";
+  const std::string why = gpus.why_none + ", running on the CPU";
+  const auto r = run_latte_apart("run -p hi -n 1 --temp 0 -ngl 99 --cpu-moe -ot exps=cpu -nopo");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.substr(0, r.err.find('\n') + 1),
             "latte run: note: -ngl 99 --cpu-moe -ot exps=cpu: " + why + "\n");

@@ -141,7 +141,7 @@ std::vector<std::string> MarkdownTable::cells(const BenchResult& r, const Roofli
   std::vector<std::string> v = {model_.name,
                                 format_size(model_.size_bytes),
                                 format_params(model_.n_params),
-                                "CPU",
+                                r.backend,
                                 std::to_string(r.test.threads),
                                 r.test.name(),
                                 fmt::format("{:.2f} ± {:.2f}", r.avg_ts(), r.stddev_ts())};
@@ -159,7 +159,8 @@ nlohmann::json result_json(const ModelSummary& model, const RunInfo& run, const 
   for (double s : r.seconds) samples_ns.push_back(static_cast<int64_t>(s * 1e9));
   nlohmann::json j = {
       {"cpu_info", run.cpu_info},
-      {"backends", "CPU"},
+      {"backends", r.backend},
+      {"crossing_bytes_per_token", r.crossing_bytes_per_token},
       {"cpu_kernels", ggl::cpu_kernels().isa},
       {"model_filename", model.filename},
       {"model_name", model.name},

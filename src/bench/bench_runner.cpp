@@ -83,14 +83,16 @@ std::vector<BenchTest> expand_tests(const BenchOptions& o) {
   std::vector<int64_t> depths = o.n_depth.empty() ? std::vector<int64_t>{0} : o.n_depth;
 
   std::vector<BenchTest> tests;
-  for (int t : threads) {
-    for (int64_t d : depths) {
-      for (int64_t p : o.n_prompt)
-        if (p > 0) tests.push_back({p, 0, d, t});
-      for (int64_t n : o.n_gen)
-        if (n > 0) tests.push_back({0, n, d, t});
+  const int n_placements = std::max<int>(1, static_cast<int>(o.placements.size()));
+  for (int pl = 0; pl < n_placements; ++pl)
+    for (int t : threads) {
+      for (int64_t d : depths) {
+        for (int64_t p : o.n_prompt)
+          if (p > 0) tests.push_back({p, 0, d, t, pl});
+        for (int64_t n : o.n_gen)
+          if (n > 0) tests.push_back({0, n, d, t, pl});
+      }
     }
-  }
   if (tests.empty()) ggl::fail("nothing to run: every -p and -n value is 0");
   return tests;
 }
@@ -117,7 +119,7 @@ void run_bench(const Model& model, const BenchOptions& options,
     size_t end = begin;
     int64_t longest = 0;
     while (end < tests.size() && tests[end].threads == tests[begin].threads &&
-           tests[end].n_depth == tests[begin].n_depth) {
+           tests[end].n_depth == tests[begin].n_depth && tests[end].placement == tests[begin].placement) {
       longest = std::max(longest, tests[end].n_tokens());
       ++end;
     }
@@ -125,6 +127,9 @@ void run_bench(const Model& model, const BenchOptions& options,
     SessionOptions so = options.session;
     so.n_threads = tests[begin].threads;
     so.n_ctx = depth + longest;
+    const BenchPlacement* placement =
+        options.placements.empty() ? nullptr : &options.placements[tests[begin].placement];
+    if (placement) so.placement = placement->request;
     Session session(model, so);
     std::mt19937_64 rng(options.seed);
     if (depth > 0) {
@@ -143,6 +148,11 @@ void run_bench(const Model& model, const BenchOptions& options,
       for (int rep = 0; rep < options.repetitions; ++rep) {
         status(fmt::format("{}: run {}/{}", t.name(), rep + 1, options.repetitions));
         r.seconds.push_back(run_once(session, t, tokens));
+      }
+      if (session.device()) {
+        r.backend = fmt::format("{}+CPU ngl {}", session.device()->name(), placement ? placement->ngl : "");
+        const OffloadTraffic& traffic = session.last_traffic();
+        r.crossing_bytes_per_token = static_cast<double>(traffic.crossing_bytes) / static_cast<double>(traffic.tokens);
       }
       on_result(r);
     }

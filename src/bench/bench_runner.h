@@ -10,19 +10,28 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "src/model/model.h"
 #include "src/model/session.h"
+#include "src/placement/placement.h"
 
 namespace latte::bench {
+
+// One -ngl value of the list: its text and the request (nullopt: everything on the CPU).
+struct BenchPlacement {
+  std::string ngl;
+  std::optional<PlacementRequest> request;
+};
 
 struct BenchTest {
   int64_t n_prompt = 0;  // exactly one of n_prompt, n_gen is non-zero
   int64_t n_gen = 0;
   int64_t n_depth = 0;
   int threads = 1;
+  int placement = 0;  // index into BenchOptions::placements
 
   bool is_generation() const { return n_gen > 0; }
   int64_t n_tokens() const { return n_prompt + n_gen; }
@@ -32,6 +41,8 @@ struct BenchTest {
 struct BenchResult {
   BenchTest test;
   std::vector<double> seconds;  // per repetition
+  std::string backend = "CPU";  // "sim-gpu+CPU ngl 99" when the session offloads
+  double crossing_bytes_per_token = 0;  // activations between the backends, last run's last graph
 
   std::vector<double> samples_ts() const;  // tokens per second per repetition
   double avg_ts() const;
@@ -49,9 +60,11 @@ struct BenchOptions {
   bool warmup = true;
   uint64_t seed = 42;
   SessionOptions session;  // cache type, MLA mode, n_batch (n_ctx and n_threads are set per test)
+  // The -ngl list with a GPU; one entry {"", nullopt} (the CPU) when empty.
+  std::vector<BenchPlacement> placements;
 };
 
-// The tests in llama-bench's order: for each thread count, for each depth, the pp tests then
+// The tests in llama-bench's order: for each placement (-ngl value), for each thread count, for each depth, the pp tests then
 // the tg tests. 0 in the prompt or generation list skips that kind of test. Throws ggl::Error
 // for negative sizes, fewer than one repetition or thread, or nothing to run.
 std::vector<BenchTest> expand_tests(const BenchOptions& options);

@@ -79,6 +79,7 @@ int cmd_bench(int argc, char** argv) {
   if (const auto done = parse_flags(app, argc, argv)) return *done;
   if (output != "md" && output != "json") ggl::fail("-o '{}' is not md or json", output);
   opts.session = session_flags.options();
+  for (auto& [ngl, request] : session_flags.bench_placements()) opts.placements.push_back({ngl, request});
   opts.warmup = !no_warmup;
   const std::vector<bench::BenchTest> tests = bench::expand_tests(opts);  // validates the lists
 
@@ -125,6 +126,9 @@ int cmd_bench(int argc, char** argv) {
         [&](const bench::BenchResult& r) {
           clear_status();
           print(table.row(r, roof ? &*roof : nullptr));
+          if (r.crossing_bytes_per_token > 0)
+            note(app.get_name(), fmt::format("{} on {}: {:.0f} bytes of activations per token cross between the backends",
+                                             r.test.name(), r.backend, r.crossing_bytes_per_token));
         },
         status);
   } else {

@@ -89,6 +89,7 @@ int cmd_chat(int argc, char** argv) {
   const ChatTemplate& chat_template = choose_template(model.file().metadata(), template_name);
   Session session(model, session_options);
   session_flags.warn_beyond_training(model.hparams(), session.n_ctx());
+  session_flags.note_offload(session);
   Sampler sampler(sampling);
   ChatSession chat(session, *tokenizer, chat_template, sampler,
                    {.n_predict = n_predict, .ignore_eos = ignore_eos, .context_shift = context_shift});

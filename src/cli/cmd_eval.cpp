@@ -88,6 +88,7 @@ int cmd_eval(int argc, char** argv) {
   flags.warn_beyond_training(hp, options.n_ctx);
 
   Session session(model, options);
+  flags.note_offload(session);
 
   const std::span<const int32_t> all(tokens);
   const int64_t prefill = decode_from < 0 ? n : decode_from;

@@ -85,6 +85,7 @@ int cmd_run(int argc, char** argv) {
   Sampler sampler(sampling);
   const double load_seconds = seconds_since(load_start);
   session_flags.warn_beyond_training(model.hparams(), session.n_ctx());
+  session_flags.note_offload(session);
 
   const bool add_bos = !no_bos && tokenizer->add_bos_default() && tokenizer->bos() >= 0;
   const std::vector<int32_t> prompt_tokens = tokenizer->encode(prompt, add_bos, special);

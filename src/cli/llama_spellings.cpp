@@ -9,6 +9,7 @@ constexpr LlamaSpelling kSpellings[] = {
     {"-ngl", "--n-gpu-layers", ""},
     {"--gpu-layers", "--n-gpu-layers", ""},
     {"-ot", "--override-tensor", ""},
+    {"-nopo", "--no-op-offload", ""},
     // llama.cpp's -fa took no value before it became -fa on|off|auto; a bare one means on.
     {"-fa", "--flash-attn", "on"},
     {"--flash-attn", "--flash-attn", "on"},

@@ -35,8 +35,7 @@ std::optional<Device> device_named(std::string name) {
 }  // namespace
 
 std::string cpu_only_reason() {
-  return ggl::built_with_gpu() ? "this build's CUDA backend does not run models yet, running on the CPU"
-                               : "built without CUDA, running on the CPU";
+  return fmt::format("{}, running on the CPU", ggl::gpu_devices().why_none);
 }
 
 size_t auto_budget(size_t free_bytes, size_t total_bytes) {

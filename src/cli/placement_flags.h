@@ -1,7 +1,8 @@
 // The GPU placement flags, with llama.cpp's spellings: -ngl (registered by SessionFlags, which also
 // serves bench's lists; -1 and all mean every layer and the output head), --cpu-moe, --n-cpu-moe N, --gpu-budget SIZE|auto, -ot/--override-tensor
-// REGEX=cuda|cpu (repeatable, comma lists). Shared by the commands that run a model (which note
-// that this build runs on the CPU) and by `latte info --plan` (which plans without a GPU).
+// REGEX=cuda|cpu (repeatable, comma lists). Shared by the commands that run a model (which offload
+// when a GPU exists and otherwise note that they run on the CPU) and by `latte info --plan` (which
+// plans without a GPU).
 #pragma once
 #include <CLI/CLI.hpp>
 
@@ -37,7 +38,8 @@ struct PlacementFlags {
   bool wants_auto(const std::string& gpu_layers) const;
 };
 
-// Why the placement flags change nothing in this build: "built without CUDA, running on the CPU".
+// Why the placement flags change nothing here: "built without CUDA, running on the CPU", "no CUDA
+// device (...), running on the CPU".
 std::string cpu_only_reason();
 
 // What `auto` leaves free on a GPU: the larger of 512 MiB and 5% of its memory (the CUDA

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ggml-like/core/error.h"
+#include "ggml-like/graph/backend_registry.h"
 #include "src/cli/context_warning.h"
 #include "src/cli/flag_checks.h"
 #include "src/cli/notes.h"
@@ -43,9 +44,14 @@ void SessionFlags::add_to(CLI::App& app) {
                  "latents into per-head K/V)");
   const char* group = "llama.cpp flags";
   app.add_option("--n-gpu-layers", gpu_layers,
-                 "-ngl N|auto|all: layers to offload to a GPU; this build has no GPU backend and runs on the CPU")
+                 "-ngl N|auto|all: the last N layers on the GPU (all: everything but the token embedding); "
+                 "without a GPU noted and run on the CPU")
       ->group(group);
   placement.add_to(app, group);
+  app.add_flag("--no-op-offload", no_op_offload,
+               "-nopo: never copy CPU-held experts to the GPU for long prompts (by default a prompt batch of at "
+               "least 32 * n_expert / n_used tokens runs its expert products on the GPU)")
+      ->group(group);
   app.add_option("--flash-attn", flash_attn,
                  "-fa [on|off|auto]: latte's attention is always fused (flash-attention style), so on and auto are "
                  "what it does and off is noted and ignored")
@@ -107,7 +113,8 @@ void SessionFlags::note_unsupported() const {
   } else {
     placement.validate("");
   }
-  if (!offload.empty()) note(prog, fmt::format("{}: {}", fmt::join(offload, " "), cpu_only_reason()));
+  if (!offload.empty() && ggl::gpu_devices().devices.empty())
+    note(prog, fmt::format("{}: {}", fmt::join(offload, " "), cpu_only_reason()));
   if (!flash_attn.empty()) {
     bool off = false;
     for (const std::string& v : items(flash_attn, lists)) {
@@ -133,10 +140,43 @@ SessionOptions SessionFlags::options() const {
   o.n_ctx = n_ctx;
   o.mla_mode = *mode;
   o.n_threads = threads;
+  if (!lists) o.placement = offload_request(gpu_layers);
+  o.op_offload = !no_op_offload;
   // -ub is llama.cpp's physical batch, the tokens of one graph: latte's -b. With both, the step is
   // the smaller, as in llama.cpp (where the physical batch never exceeds the logical one).
   o.n_batch = ubatch > 0 && (ubatch < batch || !app_ || app_->count("--batch") == 0) ? ubatch : batch;
   return o;
+}
+
+std::optional<PlacementRequest> SessionFlags::offload_request(const std::string& ngl) const {
+  if (placement.given().empty() && (ngl.empty() || ngl == "0")) return std::nullopt;
+  const ggl::GpuDevices gpus = ggl::gpu_devices();
+  if (gpus.devices.empty()) return std::nullopt;
+  // The layer count only matters for all / -1 (every layer and the output head): any count above
+  // the model's means the same.
+  constexpr int kMoreThanAnyModel = 1 << 20;
+  const ggl::GpuDevice& d = gpus.devices.front();
+  return placement.request(ngl, kMoreThanAnyModel, d.free_bytes, d.total_bytes);
+}
+
+std::vector<std::pair<std::string, std::optional<PlacementRequest>>> SessionFlags::bench_placements() const {
+  std::vector<std::pair<std::string, std::optional<PlacementRequest>>> out;
+  for (const std::string& n : items(gpu_layers, true)) {
+    std::optional<PlacementRequest> r = offload_request(n);
+    if (r || out.empty() || out.back().second) out.emplace_back(n, std::move(r));
+  }
+  return out;
+}
+
+void SessionFlags::note_offload(const Session& session) const {
+  const OffloadPlan* plan = session.offload();
+  if (!plan) return;
+  const std::string prog = app_ ? app_->get_name() : "latte";
+  note(prog, fmt::format("{} on {}", placement_summary(plan->placement, session.model().hparams().is_mla()),
+                         session.device()->name()));
+  if (!plan->kept_on_cpu.empty())
+    note(prog, fmt::format("{} tensors kept on the CPU: {} has no kernel for a node reading them (first: {})",
+                           plan->kept_on_cpu.size(), session.device()->name(), plan->kept_on_cpu.front()));
 }
 
 void SessionFlags::warn_beyond_training(const Hparams& hp, int64_t n_ctx) const {

@@ -1,11 +1,16 @@
 // The engine flags shared by the commands that evaluate a model (eval, run, chat, bench):
 // -c/--ctx-size, -t/--threads, -b/--batch-size, --cache-type, --mla-mode, and llama.cpp's flags
-// for the same things (-ctk/-ctv, -ub) or for things this build does not do (-ngl, -fa off,
-// --no-mmap, --mlock), which are accepted with a one-line note, plus --log-disable.
+// for the same things (-ctk/-ctv, -ub), the GPU placement flags (-ngl, --cpu-moe, --n-cpu-moe,
+// --gpu-budget, -ot, --no-op-offload: they take effect when a GPU backend exists and are noted and
+// run on the CPU otherwise), things this build does not do (-fa off, --no-mmap, --mlock), which
+// are accepted with a one-line note, plus --log-disable.
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "src/cli/placement_flags.h"
 #include "src/model/session.h"
@@ -25,6 +30,7 @@ struct SessionFlags {
   std::string cache_type_k, cache_type_v;
   int64_t ubatch = 0;  // 0: not given
   bool no_mmap = false, mlock = false, log_disable = false;
+  bool no_op_offload = false;  // -nopo
   // bench: -ngl and -fa take comma-separated lists, as in llama-bench.
   bool lists = false;
 
@@ -34,6 +40,13 @@ struct SessionFlags {
   SessionOptions options() const;
   // Warns once when the context exceeds the model's training context (context_warning.h).
   void warn_beyond_training(const Hparams& hp, int64_t n_ctx) const;
+  // The placement request for one -ngl value (an item of bench's list), when a placement flag
+  // was given and a GPU exists; nullopt otherwise (everything on the CPU).
+  std::optional<PlacementRequest> offload_request(const std::string& ngl) const;
+  // bench: one entry per -ngl item ({"", nullopt} without offload).
+  std::vector<std::pair<std::string, std::optional<PlacementRequest>>> bench_placements() const;
+  // The placement summary line at load, when the session offloads.
+  void note_offload(const Session& session) const;
 
  private:
   const CLI::App* app_ = nullptr;

@@ -136,10 +136,17 @@ size_t save_cache(const Session& session, std::span<const int32_t> tokens, const
     if (!f) ggl::fail("{}: cannot write the cache file: {}", path, std::strerror(errno));
     bool ok = std::fwrite(header.data(), 1, header.size(), f.get()) == header.size();
     const KvCache& c = session.cache();
+    std::vector<uint8_t> rows;  // a device layer's rows, downloaded
     for (int64_t il = 0; ok && il < c.n_layer(); ++il)
       for (int s = 0; ok && s < c.layout().streams; ++s) {
         const size_t bytes = c.row_bytes(s) * static_cast<size_t>(n);
-        ok = std::fwrite(c.data(il, s), 1, bytes, f.get()) == bytes;
+        const uint8_t* from = c.data(il, s);
+        if (c.device(il)) {
+          rows.resize(bytes);
+          c.read_rows(il, s, 0, n, rows.data());
+          from = rows.data();
+        }
+        ok = std::fwrite(from, 1, bytes, f.get()) == bytes;
       }
     if (!ok || std::fflush(f.get()) != 0) {
       const std::string why = std::strerror(errno);
@@ -176,13 +183,17 @@ size_t load_cache(Session& session, std::span<const int32_t> tokens, const std::
               ec ? 0 : actual, expected, n);
 
   const KvCache& c = session.cache();
+  std::vector<uint8_t> rows;  // a device layer's rows, uploaded after reading
   for (int64_t il = 0; il < c.n_layer(); ++il)
     for (int s = 0; s < c.layout().streams; ++s) {
       const size_t bytes = c.row_bytes(s) * static_cast<size_t>(n);
-      if (std::fread(c.data(il, s), 1, bytes, f.get()) != bytes) {
+      if (c.device(il)) rows.resize(bytes);
+      uint8_t* into = c.device(il) ? rows.data() : c.data(il, s);
+      if (std::fread(into, 1, bytes, f.get()) != bytes) {
         session.clear();  // rows were partly overwritten: nothing cached is valid any more
         ggl::fail("{}: read error in the cache file", path);
       }
+      if (c.device(il)) c.write_rows(il, s, 0, n, rows.data());
     }
   session.set_n_past(n);
   return expected;

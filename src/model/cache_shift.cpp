@@ -1,6 +1,5 @@
 #include "src/model/cache_shift.h"
 
-#include <cstring>
 #include <vector>
 
 #include "ggml-like/core/error.h"
@@ -23,6 +22,19 @@ ggl::Tensor* rotated_rows(ggl::Graph& g, const KvCache& cache, const Hparams& hp
 
 }  // namespace
 
+void build_cache_rotation(ggl::Graph& g, const KvCache& cache, const Hparams& hp, const ModelWeights& weights,
+                          int64_t begin, int64_t m, int64_t delta) {
+  const std::vector<int32_t> positions(static_cast<size_t>(m), static_cast<int32_t>(delta));
+  ggl::Tensor* pos = g.input_i32(positions, "shift");
+  const ggl::RopeParams rope = rope_frequencies(hp, hp.rope.n_rot);
+  const WeightRef freq_w = hp.is_mla() ? nullptr : weights.rope_freqs;
+  ggl::Tensor* freq = freq_w ? weight(g, freq_w) : nullptr;
+  for (int64_t il = 0; il < cache.n_layer(); ++il) {
+    ggl::Tensor* rows = rotated_rows(g, cache, hp, il, begin, m);
+    g.copy(g.rope(g.cont(rows), pos, rope, freq), rows);
+  }
+}
+
 void remove_cached_tokens(Session& session, int64_t begin, int64_t end) {
   const int64_t n = session.n_past();
   if (begin < 0 || begin > end || end > n)
@@ -33,24 +45,12 @@ void remove_cached_tokens(Session& session, int64_t begin, int64_t end) {
   const Hparams& hp = session.model().hparams();
 
   for (int64_t il = 0; il < cache.n_layer(); ++il)
-    for (int s = 0; s < cache.layout().streams; ++s) {
-      const size_t row = cache.row_bytes(s);
-      uint8_t* base = cache.data(il, s);
-      std::memmove(base + begin * row, base + end * row, static_cast<size_t>(m) * row);
-    }
+    for (int s = 0; s < cache.layout().streams; ++s) cache.move_rows(il, s, end, begin, m);
   session.truncate(n - d);
   if (m == 0) return;
 
   ggl::Graph g;
-  const std::vector<int32_t> positions(static_cast<size_t>(m), static_cast<int32_t>(-d));
-  ggl::Tensor* pos = g.input_i32(positions, "shift");
-  const ggl::RopeParams rope = rope_frequencies(hp, hp.rope.n_rot);
-  const WeightRef freq_w = hp.is_mla() ? nullptr : session.model().weights().rope_freqs;
-  ggl::Tensor* freq = freq_w ? weight(g, freq_w) : nullptr;
-  for (int64_t il = 0; il < cache.n_layer(); ++il) {
-    ggl::Tensor* rows = rotated_rows(g, cache, hp, il, begin, m);
-    g.copy(g.rope(g.cont(rows), pos, rope, freq), rows);
-  }
+  build_cache_rotation(g, cache, hp, session.weights(), begin, m, -d);
   session.backend().compute(g);
 }
 

@@ -27,4 +27,9 @@ namespace latte {
 // Throws ggl::Error unless 0 <= begin <= end <= n_past().
 void remove_cached_tokens(Session& session, int64_t begin, int64_t end);
 
+// The re-rotation graph: cache rows [begin, begin + m) of every layer rotated by `delta`
+// positions in place (the session's offload planning also asks the device about its nodes).
+void build_cache_rotation(ggl::Graph& g, const KvCache& cache, const Hparams& hp, const ModelWeights& weights,
+                          int64_t begin, int64_t m, int64_t delta);
+
 }  // namespace latte

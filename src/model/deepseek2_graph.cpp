@@ -132,7 +132,7 @@ ggl::Tensor* attend_naive(const ForwardContext& c, const LayerWeights& l, const 
 ggl::Tensor* build_deepseek2(const ForwardContext& c) {
   ggl::Graph& g = c.g;
   const Hparams& hp = c.hp;
-  const ModelWeights& w = c.model.weights();
+  const ModelWeights& w = c.weights;
   const MlaRope rope = mla_rope(hp);
   const bool absorb = c.batch.mla_path != MlaMode::kNaive;
 

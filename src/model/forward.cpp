@@ -54,14 +54,16 @@ MlaSpeeds mla_speeds(const Model& model, const ggl::Backend& backend) {
   return speeds;
 }
 
-ggl::Tensor* build_forward(ggl::Graph& g, const Model& model, const KvCache& cache, const ForwardBatch& batch) {
+ggl::Tensor* build_forward(ggl::Graph& g, const Model& model, const KvCache& cache, const ForwardBatch& batch,
+                           const ModelWeights* weights) {
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
   if (T <= 0) ggl::fail("forward: empty batch");
   if (batch.n_past < 0 || batch.n_past + T > cache.n_ctx())
     ggl::fail("forward: {} tokens after {} cached ones exceed the context of {}", T, batch.n_past, cache.n_ctx());
   std::vector<int32_t> positions(static_cast<size_t>(T));
   for (int64_t t = 0; t < T; ++t) positions[t] = static_cast<int32_t>(batch.n_past + t);
-  const ForwardContext c{g, model, model.hparams(), cache, batch, g.input_i32(positions, "positions"), T,
+  const ModelWeights& w = weights ? *weights : model.weights();
+  const ForwardContext c{g, model, w, model.hparams(), cache, batch, g.input_i32(positions, "positions"), T,
                          batch.n_past + T};
   return model.hparams().arch == Arch::kLlama ? build_llama(c) : build_deepseek2(c);
 }

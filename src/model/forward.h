@@ -48,7 +48,10 @@ struct ForwardBatch {
 };
 
 // Appends the forward pass to g; returns the logits [n_vocab, n_tokens] (or [n_vocab, 1]),
-// marked as a graph output. The batch must fit: n_past + n_tokens <= cache.n_ctx().
-ggl::Tensor* build_forward(ggl::Graph& g, const Model& model, const KvCache& cache, const ForwardBatch& batch);
+// marked as a graph output. The batch must fit: n_past + n_tokens <= cache.n_ctx(). The weight
+// leaves point where `weights` says (default: the model's own, in the file's mapping; a session
+// with offload passes its copy whose placed tensors point into a device's buffers).
+ggl::Tensor* build_forward(ggl::Graph& g, const Model& model, const KvCache& cache, const ForwardBatch& batch,
+                           const ModelWeights* weights = nullptr);
 
 }  // namespace latte

@@ -67,7 +67,7 @@ ggl::Tensor* output_logits(const ForwardContext& c, ggl::Tensor* x) {
   ggl::Graph& g = c.g;
   if (!c.batch.all_logits && c.n_tokens > 1)
     x = g.view(x, {x->ne[0], 1, 1, 1}, {x->nb[0], x->nb[1], x->nb[1], x->nb[1]}, (c.n_tokens - 1) * x->nb[1]);
-  const ModelWeights& w = c.model.weights();
+  const ModelWeights& w = c.weights;
   ggl::Tensor* logits = g.mul_mat(weight(g, w.output), norm(g, x, w.output_norm, c.hp.rms_eps));
   g.mark_output(logits);
   return logits;

@@ -14,6 +14,7 @@ namespace latte {
 struct ForwardContext {
   ggl::Graph& g;
   const Model& model;
+  const ModelWeights& weights;  // where the graph's weight leaves point (model's, or a device copy)
   const Hparams& hp;
   const KvCache& cache;
   const ForwardBatch& batch;

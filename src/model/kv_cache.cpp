@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstring>
 #include <new>
+#include <vector>
 
 #include "ggml-like/core/error.h"
 
@@ -48,21 +51,53 @@ void check_cache_type(const Hparams& hp, ggl::Type t) {
   }
 }
 
-KvCache::KvCache(const Hparams& hp, int64_t n_ctx, ggl::Type type)
+KvCache::KvCache(const Hparams& hp, int64_t n_ctx, ggl::Type type, const std::vector<ggl::Backend*>& device_of_layer)
     : layout_(cache_layout(hp)), type_(type), n_ctx_(n_ctx), n_layer_(hp.n_layer) {
   check_cache_type(hp, type);
   if (n_ctx <= 0) ggl::fail("context size {} must be positive", n_ctx);
-  buffers_.resize(static_cast<size_t>(n_layer_ * layout_.streams));
-  for (int64_t il = 0; il < n_layer_; ++il)
+  if (!device_of_layer.empty() && static_cast<int64_t>(device_of_layer.size()) != n_layer_)
+    ggl::fail("cache: {} layer devices given for {} layers", device_of_layer.size(), n_layer_);
+  if (std::any_of(device_of_layer.begin(), device_of_layer.end(), [](ggl::Backend* d) { return d != nullptr; }))
+    device_ = device_of_layer;
+  host_buffers_.resize(static_cast<size_t>(n_layer_ * layout_.streams));
+  rows_.resize(host_buffers_.size());
+  const auto stream_bytes = [&](int s) { return row_bytes(s) * static_cast<size_t>(n_ctx_); };
+
+  // Device layers: one buffer per device, the layers' streams one after the other (aligned).
+  constexpr size_t kAlign = 256;
+  const auto aligned = [](size_t n) { return (n + kAlign - 1) / kAlign * kAlign; };
+  std::vector<ggl::Backend*> devices;
+  for (ggl::Backend* d : device_)
+    if (d && std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+  for (ggl::Backend* d : devices) {
+    size_t total = 0;
+    for (int64_t il = 0; il < n_layer_; ++il)
+      if (device_[il] == d)
+        for (int s = 0; s < layout_.streams; ++s) total += aligned(stream_bytes(s));
+    auto& buf = device_buffers_.emplace_back(d->allocate(total));
+    size_t at = 0;
+    for (int64_t il = 0; il < n_layer_; ++il)
+      if (device_[il] == d)
+        for (int s = 0; s < layout_.streams; ++s) {
+          rows_[il * layout_.streams + s] = buf->base() + at;
+          at += aligned(stream_bytes(s));
+        }
+  }
+  for (int64_t il = 0; il < n_layer_; ++il) {
+    if (device(il)) continue;
     for (int s = 0; s < layout_.streams; ++s) {
-      const size_t bytes = row_bytes(s) * static_cast<size_t>(n_ctx_);
+      const size_t bytes = stream_bytes(s);
       // Uninitialised on purpose: rows are written before they are read, and untouched pages of a
       // large context cost no memory.
       uint8_t* p = new (std::nothrow) uint8_t[bytes];
       if (!p) ggl::fail("cannot allocate {} bytes for the cache of a {}-token context", bytes, n_ctx_);
-      buffers_[il * layout_.streams + s].reset(p);
+      host_buffers_[il * layout_.streams + s].reset(p);
+      rows_[il * layout_.streams + s] = p;
     }
+  }
 }
+
+KvCache::~KvCache() = default;
 
 size_t KvCache::bytes_per_token() const {
   size_t per_layer = 0;
@@ -70,7 +105,44 @@ size_t KvCache::bytes_per_token() const {
   return per_layer * static_cast<size_t>(n_layer_);
 }
 
-uint8_t* KvCache::data(int64_t layer, int stream) const { return buffers_[layer * layout_.streams + stream].get(); }
+uint8_t* KvCache::data(int64_t layer, int stream) const { return rows_[layer * layout_.streams + stream]; }
+
+void KvCache::read_rows(int64_t layer, int stream, int64_t first, int64_t n, void* host_dst) const {
+  const size_t row = row_bytes(stream);
+  const uint8_t* src = data(layer, stream) + static_cast<size_t>(first) * row;
+  if (ggl::Backend* d = device(layer)) {
+    d->download(host_dst, src, static_cast<size_t>(n) * row);
+    d->synchronize();
+  } else {
+    std::memcpy(host_dst, src, static_cast<size_t>(n) * row);
+  }
+}
+
+void KvCache::write_rows(int64_t layer, int stream, int64_t first, int64_t n, const void* host_src) const {
+  const size_t row = row_bytes(stream);
+  uint8_t* dst = data(layer, stream) + static_cast<size_t>(first) * row;
+  if (ggl::Backend* d = device(layer)) {
+    d->upload(dst, host_src, static_cast<size_t>(n) * row);
+    d->synchronize();
+  } else {
+    std::memcpy(dst, host_src, static_cast<size_t>(n) * row);
+  }
+}
+
+void KvCache::move_rows(int64_t layer, int stream, int64_t from, int64_t to, int64_t n) const {
+  if (n <= 0 || from == to) return;
+  if (!device(layer)) {
+    const size_t row = row_bytes(stream);
+    uint8_t* base = data(layer, stream);
+    std::memmove(base + static_cast<size_t>(to) * row, base + static_cast<size_t>(from) * row,
+                 static_cast<size_t>(n) * row);
+    return;
+  }
+  // Through the host: a device has no overlapping in-place move in the interface.
+  std::vector<uint8_t> rows(static_cast<size_t>(n) * row_bytes(stream));
+  read_rows(layer, stream, from, n, rows.data());
+  write_rows(layer, stream, to, n, rows.data());
+}
 
 ggl::Tensor* KvCache::tensor(ggl::Graph& g, int64_t layer, int stream) const {
   const int64_t ne[2] = {layout_.width[stream], n_ctx_};

@@ -4,7 +4,9 @@
 //                    rope key (qk_rope)]. Nothing else is cached.
 //   llama:           two streams, K and V; a row per token = n_head_kv * head_dim.
 // Row t holds position t. Memory is reserved for n_ctx rows up front; pages are only touched
-// as rows are written.
+// as rows are written. A layer's buffers may live in a device backend's memory (offload): the
+// layers placed on one device share one buffer of it, and rows move in and out through the
+// backend (read_rows / write_rows / move_rows work for either kind of layer).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "ggml-like/graph/graph.h"
+#include "ggml-like/graph/graph_backend.h"
 #include "ggml-like/core/types.h"
 #include "src/model/hparams.h"
 
@@ -33,7 +36,12 @@ void check_cache_type(const Hparams& hp, ggl::Type t);
 
 class KvCache {
  public:
-  KvCache(const Hparams& hp, int64_t n_ctx, ggl::Type type);
+  // device_of_layer: per layer the device backend whose memory holds its cache, nullptr (or an
+  // empty vector) for host memory. The backends must outlive the cache.
+  KvCache(const Hparams& hp, int64_t n_ctx, ggl::Type type, const std::vector<ggl::Backend*>& device_of_layer = {});
+  ~KvCache();
+  KvCache(const KvCache&) = delete;
+  KvCache& operator=(const KvCache&) = delete;
 
   ggl::Type type() const { return type_; }
   int64_t n_ctx() const { return n_ctx_; }
@@ -43,7 +51,15 @@ class KvCache {
   size_t bytes_per_token() const;
   size_t total_bytes() const { return bytes_per_token() * static_cast<size_t>(n_ctx_); }
 
+  // The first byte of a layer's stream: host memory, or the device's for a device layer.
   uint8_t* data(int64_t layer, int stream) const;
+  // The device backend holding a layer's cache, nullptr when it is host memory.
+  ggl::Backend* device(int64_t layer) const { return device_.empty() ? nullptr : device_[layer]; }
+  // Rows [first, first + n) of a layer's stream to host memory and back, and moved within it
+  // (overlap allowed), wherever the layer's memory is.
+  void read_rows(int64_t layer, int stream, int64_t first, int64_t n, void* host_dst) const;
+  void write_rows(int64_t layer, int stream, int64_t first, int64_t n, const void* host_src) const;
+  void move_rows(int64_t layer, int stream, int64_t from, int64_t to, int64_t n) const;
   // The whole buffer of a layer's stream as a graph leaf [width, n_ctx].
   ggl::Tensor* tensor(ggl::Graph& g, int64_t layer, int stream) const;
 
@@ -52,7 +68,10 @@ class KvCache {
   ggl::Type type_;
   int64_t n_ctx_;
   int64_t n_layer_;
-  std::vector<std::unique_ptr<uint8_t[]>> buffers_;  // [layer * streams + stream]
+  std::vector<ggl::Backend*> device_;  // per layer; empty: every layer in host memory
+  std::vector<std::unique_ptr<uint8_t[]>> host_buffers_;          // [layer * streams + stream]
+  std::vector<std::unique_ptr<ggl::BackendBuffer>> device_buffers_;  // one per device
+  std::vector<uint8_t*> rows_;                                    // [layer * streams + stream]
 };
 
 }  // namespace latte

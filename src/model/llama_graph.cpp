@@ -16,10 +16,10 @@ ggl::RopeParams llama_rope(const Hparams& hp) {
 ggl::Tensor* attention(const ForwardContext& c, int64_t il, ggl::Tensor* x) {
   ggl::Graph& g = c.g;
   const Hparams& hp = c.hp;
-  const LayerWeights& l = c.model.weights().layers[il];
+  const LayerWeights& l = c.weights.layers[il];
   const int64_t T = c.n_tokens, H = hp.n_head, Hkv = hp.n_head_kv, Dk = hp.head_dim_k, Dv = hp.head_dim_v;
   const ggl::RopeParams rope = llama_rope(hp);
-  ggl::Tensor* freq = c.model.weights().rope_freqs ? weight(g, c.model.weights().rope_freqs) : nullptr;
+  ggl::Tensor* freq = c.weights.rope_freqs ? weight(g, c.weights.rope_freqs) : nullptr;
 
   ggl::Tensor* q = g.rope(g.reshape(g.mul_mat(weight(g, l.wq), x), {Dk, H, T, 1}), c.positions, rope, freq);
   ggl::Tensor* k = g.rope(g.reshape(g.mul_mat(weight(g, l.wk), x), {Dk, Hkv, T, 1}), c.positions, rope, freq);
@@ -44,7 +44,7 @@ ggl::Tensor* attention(const ForwardContext& c, int64_t il, ggl::Tensor* x) {
 
 ggl::Tensor* build_llama(const ForwardContext& c) {
   ggl::Graph& g = c.g;
-  const ModelWeights& w = c.model.weights();
+  const ModelWeights& w = c.weights;
   ggl::Tensor* x = g.get_rows(weight(g, w.token_embd), g.input_i32(c.batch.tokens, "tokens"));
   for (int64_t il = 0; il < c.hp.n_layer; ++il) {
     const LayerWeights& l = w.layers[il];

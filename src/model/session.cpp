@@ -4,6 +4,7 @@
 
 #include "ggml-like/core/error.h"
 #include "ggml-like/graph/backend_registry.h"
+#include "ggml-like/graph/graph_split.h"
 
 namespace latte {
 namespace {
@@ -20,11 +21,40 @@ SessionOptions resolved(const Model& model, SessionOptions o) {
 
 int64_t default_context(const Hparams& hp) { return std::min<int64_t>(4096, hp.n_ctx_train); }
 
-Session::Session(const Model& model, SessionOptions options)
-    : model_(model),
-      options_(resolved(model, options)),
-      cache_(model.hparams(), options_.n_ctx, options_.cache_type),
-      backend_(ggl::make_backend({.n_threads = options_.n_threads})) {}
+Session::Session(const Model& model, SessionOptions options) : model_(model), options_(resolved(model, options)) {
+  const Hparams& hp = model.hparams();
+  std::vector<std::unique_ptr<ggl::Backend>> devices;
+  if (options_.placement) {
+    if (options_.devices) {
+      devices = options_.devices();
+    } else {
+      devices = ggl::available_backends({.n_threads = options_.n_threads, .gpus = true});
+      devices.pop_back();  // the CPU
+    }
+  }
+  if (!devices.empty()) {
+    ggl::Backend& device = *devices.front();
+    OffloadPlan plan =
+        plan_offload(model, *options_.placement, options_.n_ctx, options_.cache_type, options_.n_batch, device);
+    if (plan.placement.bytes(Device::kGpu) > 0) {
+      std::vector<std::unique_ptr<ggl::Backend>> backends;
+      backends.push_back(std::move(devices.front()));
+      backends.push_back(ggl::make_backend({.n_threads = options_.n_threads}));
+      const ggl::SplitOptions split{.op_offload = options_.op_offload,
+                                    .op_offload_min_batch = options_.op_offload_min_batch};
+      backend_ = std::make_unique<ggl::Scheduler>(std::move(backends), split);
+      device_ = &device;
+      weights_ = std::make_unique<DeviceWeights>(model, device, gpu_tensor_names(plan.placement));
+      cache_ = std::make_unique<KvCache>(hp, options_.n_ctx, options_.cache_type,
+                                         cache_devices(plan.placement, hp.n_layer, device));
+      offload_ = std::move(plan);
+      return;
+    }
+  }
+  // Everything on the CPU: the backend alone, no scheduler.
+  backend_ = ggl::make_backend({.n_threads = options_.n_threads});
+  cache_ = std::make_unique<KvCache>(hp, options_.n_ctx, options_.cache_type);
+}
 
 Session::~Session() = default;
 
@@ -60,8 +90,12 @@ std::vector<float> Session::eval(std::span<const int32_t> tokens, Logits which) 
         choose_mla_path(model_.hparams(), count, n_past_, options_.mla_mode, mla_speeds(model_, *backend_));
 
     ggl::Graph graph;
-    ggl::Tensor* out = build_forward(graph, model_, cache_, batch);
+    ggl::Tensor* out = build_forward(graph, model_, *cache_, batch, &weights());
     backend_->compute(graph);
+    if (device_) {
+      const auto& sched = static_cast<const ggl::Scheduler&>(*backend_);
+      traffic_ = {sched.last_split().crossing_bytes, sched.last_expert_bytes(), count};
+    }
     if (which == Logits::kAll) {
       backend_->read(*out, logits.data() + begin * n_vocab, 0, count * n_vocab * sizeof(float));
     } else if (last_chunk) {

@@ -7,7 +7,10 @@
 //   std::vector<float> next = s.eval({&tok, 1}, latte::Logits::kLast);  // [n_vocab]
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <span>
 #include <vector>
 
@@ -16,6 +19,8 @@
 #include "src/model/forward.h"
 #include "src/model/kv_cache.h"
 #include "src/model/model.h"
+#include "src/model/offload.h"
+#include "src/placement/placement.h"
 
 namespace latte {
 
@@ -25,6 +30,23 @@ struct SessionOptions {
   MlaMode mla_mode = MlaMode::kAuto;       // deepseek2 only
   int n_threads = 0;                       // 0: one per physical core
   int64_t n_batch = 512;                   // most tokens per graph
+  // GPU offload (docs/offload.md). nullopt: no device is asked for and everything runs on the CPU.
+  // With a request and a device backend, the placed weights are uploaded to the device, the
+  // placed layers' caches live there, and graphs run through a Scheduler over [device, CPU]. With
+  // a request but no device, everything runs on the CPU (the caller says so).
+  std::optional<PlacementRequest> placement{};
+  bool op_offload = true;  // long prompts' expert products on the device (--no-op-offload)
+  int64_t op_offload_min_batch = 32;  // tokens per expert from which that pays (graph_split.h)
+  // Where the device backends come from; unset: the GPUs of this build and machine
+  // (ggl::available_backends). The first one is used. Tests inject a simulated device here.
+  std::function<std::vector<std::unique_ptr<ggl::Backend>>()> devices{};
+};
+
+// What the last evaluated graph moved between backends (zero without offload).
+struct OffloadTraffic {
+  size_t crossing_bytes = 0;  // activations crossing placement boundaries
+  size_t expert_bytes = 0;    // expert weights copied to the device (op offload)
+  int64_t tokens = 0;         // tokens of that graph
 };
 
 enum class Logits { kAll, kLast };
@@ -44,10 +66,17 @@ class Session {
   std::vector<float> eval(std::span<const int32_t> tokens, Logits which = Logits::kAll);
 
   int64_t n_past() const { return n_past_; }
-  int64_t n_ctx() const { return cache_.n_ctx(); }
+  int64_t n_ctx() const { return cache_->n_ctx(); }
   int64_t n_vocab() const { return model_.hparams().n_vocab; }
   const Model& model() const { return model_; }
-  const KvCache& cache() const { return cache_; }
+  const KvCache& cache() const { return *cache_; }
+  // The weights the session's graphs read: the model's, with offloaded entries on the device.
+  const ModelWeights& weights() const { return weights_ ? weights_->weights() : model_.weights(); }
+  // The placement in use, when a device holds anything (nullptr: everything on the CPU).
+  const OffloadPlan* offload() const { return offload_ ? &*offload_ : nullptr; }
+  // The device backend the session offloads to (nullptr: none).
+  const ggl::Backend* device() const { return device_; }
+  const OffloadTraffic& last_traffic() const { return traffic_; }
   const SessionOptions& options() const { return options_; }
   // What runs the session's graphs (also other graphs on its cache, e.g. cache_shift.h).
   ggl::Backend& backend() { return *backend_; }
@@ -64,8 +93,13 @@ class Session {
  private:
   const Model& model_;
   SessionOptions options_;
-  KvCache cache_;
+  // Declared before what is allocated in the device's memory, so it is destroyed after it.
   std::unique_ptr<ggl::Backend> backend_;
+  ggl::Backend* device_ = nullptr;  // owned by backend_ (a Scheduler) when offloading
+  std::optional<OffloadPlan> offload_;
+  std::unique_ptr<DeviceWeights> weights_;
+  std::unique_ptr<KvCache> cache_;
+  OffloadTraffic traffic_;
   int64_t n_past_ = 0;
   MlaMode last_path_ = MlaMode::kAbsorb;
 };
