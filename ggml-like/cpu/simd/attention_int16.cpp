@@ -1,7 +1,8 @@
 // MHA prefill attention on 16-bit integers. Like the float32 kernel for this case
-// (op_attention.cpp), a pass serves 32 consecutive tokens of one head, one per lane of two vectors,
-// each masked causally, with an online softmax over blocks of 32 keys; but both products run on
-// VPDPWSSD, which does twice the multiply-adds of a float32 FMA, and K and V are read as 16-bit
+// (op_attention.cpp), a pass serves consecutive tokens of one head, one per lane of two vectors (32
+// tokens with AVX-512, 16 with AVX2), each masked causally, with an online softmax over blocks of 32
+// keys; but both products run on pairs of 16-bit integers (VPDPWSSD, or VPMADDWD + VPADDD without
+// VNNI), twice the multiply-adds per instruction of a float32 FMA, and K and V are read as 16-bit
 // integers, half the bytes:
 //   scores: the queries (times the softmax scale) and the K rows are rounded to 14-bit integers
 //           per block of 32 elements with a float scale each; a block's 32 products fit an int32
@@ -11,8 +12,9 @@
 //           of a block is one integer sum scaled once.
 // The rounding is ~6e-5 of each block's largest value, finer than fp16's 2^-11 per element.
 // K and V are converted once per op into the shared work area (all heads, all keys), with V
-// interleaved by pairs of keys (the pair VPDPWSSD multiplies), then the passes are dealt
-// round-robin as in the float kernel.
+// interleaved by pairs of keys (the pair one product step multiplies), then the passes are dealt
+// round-robin as in the float kernel. Only those steps are per instruction set (the kernel set's
+// attention_lanes.h under cpu/arch/, GGL_ATTN_INT16 where it has them); the float side is xsimd.
 
 #include <algorithm>
 #include <cmath>
@@ -20,9 +22,6 @@
 
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/cpu/simd/attention_wide.h"
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
-#define GGL_ATTN_INT16 1
-#endif
 
 #include "ggml-like/cpu/simd/simd_kernels.h"
 
@@ -33,6 +32,7 @@ namespace {
 
 using attention_wide::kLanes;
 using attention_wide::Vec;
+using namespace attention_lanes;  // the integer steps
 constexpr int kVecs = 2;                  // lane vectors per pass
 constexpr int64_t kWidth = kVecs * kLanes;  // tokens per pass
 constexpr int64_t kBlock = 32;            // elements per scale block, and keys per key block
@@ -78,15 +78,16 @@ Layout layout_of(const Dims& d) {
   return l;
 }
 
-// x[0, n) rounded to 14-bit integers against their largest magnitude: returns the step.
+// x[0, n) rounded to 14-bit integers against their largest magnitude (n a multiple of kLanes):
+// returns the step.
 float quantize14(const float* x, int64_t n, int16_t* out) {
-  __m512 amax = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n; i += kLanes) amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_loadu_ps(x + i)));
-  const float m = _mm512_reduce_max_ps(amax);
-  const __m512 k = _mm512_set1_ps(m > 0.0f ? kLevels / m : 0.0f);
-  for (int64_t i = 0; i < n; i += kLanes)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
-                        _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i), k))));
+  Vec amax(0.0f);
+  for (int64_t i = 0; i < n; i += kLanes) amax = xsimd::max(amax, xsimd::abs(Vec::load_unaligned(x + i)));
+  alignas(64) float lanes[kLanes];  // (xsimd 8 has no horizontal max)
+  amax.store_aligned(lanes);
+  const float m = *std::max_element(lanes, lanes + kLanes);
+  const Vec k(m > 0.0f ? kLevels / m : 0.0f);
+  for (int64_t i = 0; i < n; i += kLanes) store_int16(out + i, round_to_int(Vec::load_unaligned(x + i) * k));
   return m / kLevels;
 }
 
@@ -113,26 +114,7 @@ void convert_pair(const Tensor& dst, const Dims& d, const Layout& l, uint8_t* wo
     vs[side] = quantize14(reinterpret_cast<const float*>(v.row(h, j)), d.Dv, rows[side]);
   }
   // Interleave: word e = (row 0 element e, row 1 element e).
-  alignas(64) int16_t index[32];
-  for (int w = 0; w < 32; ++w) index[w] = static_cast<int16_t>(w / 2 + (w % 2) * 32);
-  const __m512i low = _mm512_load_si512(index), high = _mm512_add_epi16(low, _mm512_set1_epi16(16));
-  for (int64_t e = 0; e < d.Dv; e += 32) {
-    const __m512i a = _mm512_load_si512(rows[0] + e), b = _mm512_load_si512(rows[1] + e);
-    _mm512_storeu_si512(vq + 2 * e, _mm512_permutex2var_epi16(a, low, b));
-    _mm512_storeu_si512(vq + 2 * e + 32, _mm512_permutex2var_epi16(a, high, b));
-  }
-}
-
-// acc += pairwise products of a and b (VPDPWSSD) in place: through the intrinsic GCC copies every
-// accumulator out and back around each instruction, two extra vector moves per multiply.
-inline void add_pair_products(__m512i& acc, __m512i a, __m512i b) {
-  asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
-}
-
-inline __m512i broadcast_pair(const int16_t* p) {
-  int32_t pair;
-  std::memcpy(&pair, p, sizeof pair);
-  return _mm512_set1_epi32(pair);
+  for (int64_t e = 0; e < d.Dv; e += kInterleave) interleave_pairs(rows[0] + e, rows[1] + e, vq + 2 * e);
 }
 
 // One pass: head h at tokens [t0, t0 + tn), tn <= kWidth; writes their normalised outputs.
@@ -197,16 +179,15 @@ void pass(const Tensor& dst, const Dims& d, const Layout& l, const uint8_t* work
       std::fill(srow, srow + kKeyGroup * kWidth, 0.0f);
       for (int64_t b = 0; b < blocks; ++b) {
         // Eight accumulators as named locals: GCC keeps an array of them in memory around the asm.
-        __m512i s00 = _mm512_setzero_si512(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00,
-                s31 = s00;
+        IVec s00 = int_zero(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
         const int16_t* k0 = krow[0] + b * kBlock;
         const int16_t* k1 = krow[1] + b * kBlock;
         const int16_t* k2 = krow[2] + b * kBlock;
         const int16_t* k3 = krow[3] + b * kBlock;
-        const int16_t* qp = qt + b * kBlock / 2 * kWidth * 2;
-        for (int64_t p = 0; p < kBlock / 2; ++p, qp += kWidth * 2) {
-          const __m512i q0 = _mm512_load_si512(qp), q1 = _mm512_load_si512(qp + 2 * kLanes);
-          __m512i kk = broadcast_pair(k0 + 2 * p);
+        const int32_t* qp = reinterpret_cast<const int32_t*>(qt) + b * kBlock / 2 * kWidth;
+        for (int64_t p = 0; p < kBlock / 2; ++p, qp += kWidth) {
+          const IVec q0 = load_int(qp), q1 = load_int(qp + kLanes);
+          IVec kk = broadcast_pair(k0 + 2 * p);
           add_pair_products(s00, q0, kk);
           add_pair_products(s01, q1, kk);
           kk = broadcast_pair(k1 + 2 * p);
@@ -219,13 +200,12 @@ void pass(const Tensor& dst, const Dims& d, const Layout& l, const uint8_t* work
           add_pair_products(s30, q0, kk);
           add_pair_products(s31, q1, kk);
         }
-        const __m512i isum[kKeyGroup][kVecs] = {{s00, s01}, {s10, s11}, {s20, s21}, {s30, s31}};
+        const IVec isum[kKeyGroup][kVecs] = {{s00, s01}, {s10, s11}, {s20, s21}, {s30, s31}};
         for (int u = 0; u < kVecs; ++u) {
-          const __m512 qsu = _mm512_load_ps(qs + b * kWidth + u * kLanes);
+          const Vec qsu = Vec::load_aligned(qs + b * kWidth + u * kLanes);
           for (int r = 0; r < kKeyGroup; ++r) {
             float* out = srow + r * kWidth + u * kLanes;
-            const __m512 step = _mm512_mul_ps(qsu, _mm512_set1_ps(kscale[r][b]));
-            _mm512_store_ps(out, _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][u]), step, _mm512_load_ps(out)));
+            xsimd::fma(to_float(isum[r][u]), qsu * Vec(kscale[r][b]), Vec::load_aligned(out)).store_aligned(out);
           }
         }
       }
@@ -242,35 +222,26 @@ void pass(const Tensor& dst, const Dims& d, const Layout& l, const uint8_t* work
 
     // Probabilities times the V rows' scales, rounded per lane over the block, paired by keys.
     const int64_t npairs = (nk + 1) / 2;
-    __m512 step[kVecs];
+    Vec step[kVecs];
     for (int u = 0; u < kVecs; ++u) {
-      __m512 top = _mm512_setzero_ps();
-      for (int64_t j = 0; j < nk; ++j)
-        top = _mm512_max_ps(top, _mm512_mul_ps(_mm512_load_ps(sc + j * kWidth + u * kLanes), _mm512_set1_ps(vs[jb + j])));
-      step[u] = _mm512_div_ps(top, _mm512_set1_ps(kLevels));
-      const __m512 inv = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(top, _mm512_setzero_ps(), _CMP_GT_OQ),
-                                             _mm512_set1_ps(kLevels), top);
-      for (int64_t jp = 0; jp < npairs; ++jp) {
-        auto rounded = [&](int64_t j) {
-          if (j >= nk) return _mm512_setzero_si512();
-          const __m512 p = _mm512_mul_ps(_mm512_load_ps(sc + j * kWidth + u * kLanes), _mm512_set1_ps(vs[jb + j]));
-          return _mm512_cvtps_epi32(_mm512_mul_ps(p, inv));
-        };
-        const __m512i pair = _mm512_or_si512(_mm512_and_si512(rounded(2 * jp), _mm512_set1_epi32(0xFFFF)),
-                                             _mm512_slli_epi32(rounded(2 * jp + 1), 16));
-        _mm512_store_si512(pp + jp * kWidth + u * kLanes, pair);
-      }
+      auto scaled = [&](int64_t j) { return Vec::load_aligned(sc + j * kWidth + u * kLanes) * Vec(vs[jb + j]); };
+      Vec top(0.0f);
+      for (int64_t j = 0; j < nk; ++j) top = xsimd::max(top, scaled(j));
+      step[u] = top / Vec(kLevels);
+      const Vec inv = xsimd::select(top > Vec(0.0f), Vec(kLevels) / top, Vec(0.0f));
+      auto rounded = [&](int64_t j) { return j < nk ? round_to_int(scaled(j) * inv) : int_zero(); };
+      for (int64_t jp = 0; jp < npairs; ++jp)
+        store_int(pp + jp * kWidth + u * kLanes, pack_pair(rounded(2 * jp), rounded(2 * jp + 1)));
     }
     // acc[e] = acc[e] * c + step * sum over key pairs, kValueGroup elements at a time.
     const int16_t* vblock = vq + (jb / 2) * d.Dv * 2;
     for (int64_t e = 0; e < d.Dv; e += kValueGroup) {
-      __m512i o00 = _mm512_setzero_si512(), o01 = o00, o10 = o00, o11 = o00, o20 = o00, o21 = o00, o30 = o00,
-              o31 = o00;
+      IVec o00 = int_zero(), o01 = o00, o10 = o00, o11 = o00, o20 = o00, o21 = o00, o30 = o00, o31 = o00;
       const int16_t* vrow = vblock + e * 2;
       const int32_t* pj = pp;
       for (int64_t jp = 0; jp < npairs; ++jp, vrow += d.Dv * 2, pj += kWidth) {
-        const __m512i p0 = _mm512_load_si512(pj), p1 = _mm512_load_si512(pj + kLanes);
-        __m512i vv = broadcast_pair(vrow);
+        const IVec p0 = load_int(pj), p1 = load_int(pj + kLanes);
+        IVec vv = broadcast_pair(vrow);
         add_pair_products(o00, p0, vv);
         add_pair_products(o01, p1, vv);
         vv = broadcast_pair(vrow + 2);
@@ -283,12 +254,11 @@ void pass(const Tensor& dst, const Dims& d, const Layout& l, const uint8_t* work
         add_pair_products(o30, p0, vv);
         add_pair_products(o31, p1, vv);
       }
-      const __m512i isum[kValueGroup][kVecs] = {{o00, o01}, {o10, o11}, {o20, o21}, {o30, o31}};
+      const IVec isum[kValueGroup][kVecs] = {{o00, o01}, {o10, o11}, {o20, o21}, {o30, o31}};
       for (int r = 0; r < kValueGroup; ++r)
         for (int u = 0; u < kVecs; ++u) {
           float* a = acc + (e + r) * kWidth + u * kLanes;
-          const __m512 scaled = _mm512_mul_ps(_mm512_load_ps(a), c[u]);
-          _mm512_store_ps(a, _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][u]), step[u], scaled));
+          xsimd::fma(to_float(isum[r][u]), step[u], Vec::load_aligned(a) * c[u]).store_aligned(a);
         }
     }
   }
@@ -340,7 +310,7 @@ void mha_int16(const Tensor& dst, const CpuThread& th) {
   }
 }
 
-#else  // no AVX-512 VNNI: the float32 kernels take every case
+#else  // no 16-bit integer steps in this set: the float32 kernels take every case
 
 bool mha_int16_takes(int64_t, int64_t) { return false; }
 bool mha_int16_applies(const Tensor&) { return false; }

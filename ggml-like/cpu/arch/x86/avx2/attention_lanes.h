@@ -1,11 +1,15 @@
 // The vector the wide attention kernels (cpu/simd/attention_wide.h) put queries on where the
-// compiler targets AVX2 with FMA but not AVX-512: 8 float lanes, 16 vector registers.
+// compiler targets AVX2 with FMA but not AVX-512: 8 float lanes, 16 vector registers; and the
+// 16-bit integer steps of the integer MHA kernel (cpu/simd/attention_int16.cpp) on the same lanes:
+// VPMADDWD + VPADDD, or VPDPWSSD where the set is compiled with AVX-VNNI (the avx2vnni set).
 #pragma once
 #if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
 #define GGL_ATTN_LANES 1
+#define GGL_ATTN_INT16 1
 #include <xsimd/xsimd.hpp>
 
 #include <cstdint>
+#include <cstring>
 
 #include "ggml-like/cpu/arch/x86/x86_intrinsics.h"
 
@@ -15,6 +19,46 @@ namespace ggl::GGL_ISA::attention_lanes {
 using Vec = xsimd::batch<float, xsimd::fma3<xsimd::avx2>>;
 inline constexpr int64_t kLanes = 8;
 inline constexpr int kRegisters = 16;
+
+// ---- 16-bit integer steps (attention_int16.cpp) ----
+using IVec = __m256i;  // 8 int32 lanes, or 8 pairs of int16
+inline IVec int_zero() { return _mm256_setzero_si256(); }
+inline IVec load_int(const int32_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
+inline void store_int(int32_t* p, IVec v) { _mm256_store_si256(reinterpret_cast<__m256i*>(p), v); }
+inline Vec to_float(IVec v) { return _mm256_cvtepi32_ps(v); }
+inline IVec round_to_int(Vec v) { return _mm256_cvtps_epi32(v); }
+// The pair (a, b) of 32-bit lanes' low halves: a in the low 16 bits, b in the high.
+inline IVec pack_pair(IVec a, IVec b) {
+  return _mm256_or_si256(_mm256_and_si256(a, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(b, 16));
+}
+inline IVec broadcast_pair(const int16_t* p) {
+  int32_t pair;
+  std::memcpy(&pair, p, sizeof pair);
+  return _mm256_set1_epi32(pair);
+}
+// acc += the pairwise products of a and b. VPDPWSSD through asm: through the intrinsic GCC copies
+// the accumulator out and back around each instruction.
+inline void add_pair_products(IVec& acc, IVec a, IVec b) {
+#if defined(__AVXVNNI__)
+  asm("%{vex%} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b));
+#else
+  acc = _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+#endif
+}
+// The kLanes int32 of v (within int16's range) as int16 at out.
+inline void store_int16(int16_t* out, IVec v) {
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packs_epi32(v, v), 0x08);  // lanes 0..7 in the low half
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
+}
+// Elements per interleave_pairs call; out[2e] = a[e], out[2e + 1] = b[e] for e < kInterleave.
+inline constexpr int64_t kInterleave = 16;
+inline void interleave_pairs(const int16_t* a, const int16_t* b, int16_t* out) {
+  const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a));
+  const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+  const __m256i lo = _mm256_unpacklo_epi16(x, y), hi = _mm256_unpackhi_epi16(x, y);  // per 128-bit half
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permute2x128_si256(lo, hi, 0x20));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16), _mm256_permute2x128_si256(lo, hi, 0x31));
+}
 
 }  // namespace ggl::GGL_ISA::attention_lanes
 #endif

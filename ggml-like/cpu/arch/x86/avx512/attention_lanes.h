@@ -1,11 +1,14 @@
 // The vector the wide attention kernels (cpu/simd/attention_wide.h) put queries on where the
-// compiler targets AVX-512: 16 float lanes, 32 vector registers.
+// compiler targets AVX-512: 16 float lanes, 32 vector registers; and, with VNNI, the 16-bit
+// integer steps of the integer MHA kernel (cpu/simd/attention_int16.cpp) on the same lanes
+// (VPDPWSSD).
 #pragma once
 #if defined(__AVX512F__)
 #define GGL_ATTN_LANES 1
 #include <xsimd/xsimd.hpp>
 
 #include <cstdint>
+#include <cstring>
 
 #include "ggml-like/cpu/arch/x86/x86_intrinsics.h"
 
@@ -16,4 +19,46 @@ inline constexpr int64_t kLanes = 16;
 inline constexpr int kRegisters = 32;
 
 }  // namespace ggl::GGL_ISA::attention_lanes
+
+#if defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
+#define GGL_ATTN_INT16 1
+namespace ggl::GGL_ISA::attention_lanes {
+
+// ---- 16-bit integer steps (attention_int16.cpp) ----
+using IVec = __m512i;  // 16 int32 lanes, or 16 pairs of int16
+inline IVec int_zero() { return _mm512_setzero_si512(); }
+inline IVec load_int(const int32_t* p) { return _mm512_load_si512(p); }
+inline void store_int(int32_t* p, IVec v) { _mm512_store_si512(p, v); }
+inline Vec to_float(IVec v) { return _mm512_cvtepi32_ps(v); }
+inline IVec round_to_int(Vec v) { return _mm512_cvtps_epi32(v); }
+// The pair (a, b) of 32-bit lanes' low halves: a in the low 16 bits, b in the high.
+inline IVec pack_pair(IVec a, IVec b) {
+  return _mm512_or_si512(_mm512_and_si512(a, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(b, 16));
+}
+inline IVec broadcast_pair(const int16_t* p) {
+  int32_t pair;
+  std::memcpy(&pair, p, sizeof pair);
+  return _mm512_set1_epi32(pair);
+}
+// acc += the pairwise products of a and b (VPDPWSSD). Through asm: through the intrinsic GCC
+// copies every accumulator out and back around each instruction, two extra vector moves per
+// multiply.
+inline void add_pair_products(IVec& acc, IVec a, IVec b) { asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b)); }
+// The kLanes int32 of v (within int16's range) as int16 at out.
+inline void store_int16(int16_t* out, IVec v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(v));
+}
+// Elements per interleave_pairs call; out[2e] = a[e], out[2e + 1] = b[e] for e < kInterleave.
+inline constexpr int64_t kInterleave = 32;
+inline void interleave_pairs(const int16_t* a, const int16_t* b, int16_t* out) {
+  alignas(64) static constexpr int16_t kLow[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                                   8,  40, 9,  41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  const __m512i low = _mm512_load_si512(kLow), high = _mm512_add_epi16(low, _mm512_set1_epi16(16));
+  const __m512i x = _mm512_loadu_si512(a), y = _mm512_loadu_si512(b);
+  _mm512_storeu_si512(out, _mm512_permutex2var_epi16(x, low, y));
+  _mm512_storeu_si512(out + 32, _mm512_permutex2var_epi16(x, high, y));
+}
+
+}  // namespace ggl::GGL_ISA::attention_lanes
+#endif
 #endif
