@@ -83,9 +83,7 @@ Layout layout_of(const Dims& d) {
 float quantize14(const float* x, int64_t n, int16_t* out) {
   Vec amax(0.0f);
   for (int64_t i = 0; i < n; i += kLanes) amax = xsimd::max(amax, xsimd::abs(Vec::load_unaligned(x + i)));
-  alignas(64) float lanes[kLanes];  // (xsimd 8 has no horizontal max)
-  amax.store_aligned(lanes);
-  const float m = *std::max_element(lanes, lanes + kLanes);
+  const float m = largest_lane(amax);  // (xsimd 8 has no horizontal max)
   const Vec k(m > 0.0f ? kLevels / m : 0.0f);
   for (int64_t i = 0; i < n; i += kLanes) store_int16(out + i, round_to_int(Vec::load_unaligned(x + i) * k));
   return m / kLevels;

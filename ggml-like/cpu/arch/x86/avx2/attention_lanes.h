@@ -26,6 +26,11 @@ inline IVec int_zero() { return _mm256_setzero_si256(); }
 inline IVec load_int(const int32_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
 inline void store_int(int32_t* p, IVec v) { _mm256_store_si256(reinterpret_cast<__m256i*>(p), v); }
 inline Vec to_float(IVec v) { return _mm256_cvtepi32_ps(v); }
+inline float largest_lane(Vec v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
 inline IVec round_to_int(Vec v) { return _mm256_cvtps_epi32(v); }
 // The pair (a, b) of 32-bit lanes' low halves: a in the low 16 bits, b in the high.
 inline IVec pack_pair(IVec a, IVec b) {

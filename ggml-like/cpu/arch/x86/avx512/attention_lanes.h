@@ -30,6 +30,7 @@ inline IVec int_zero() { return _mm512_setzero_si512(); }
 inline IVec load_int(const int32_t* p) { return _mm512_load_si512(p); }
 inline void store_int(int32_t* p, IVec v) { _mm512_store_si512(p, v); }
 inline Vec to_float(IVec v) { return _mm512_cvtepi32_ps(v); }
+inline float largest_lane(Vec v) { return _mm512_reduce_max_ps(v); }
 inline IVec round_to_int(Vec v) { return _mm512_cvtps_epi32(v); }
 // The pair (a, b) of 32-bit lanes' low halves: a in the low 16 bits, b in the high.
 inline IVec pack_pair(IVec a, IVec b) {
