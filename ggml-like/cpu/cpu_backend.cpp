@@ -15,6 +15,7 @@
 #include "ggml-like/cpu/attention_int16.h"
 #include "ggml-like/cpu/cpu_kernels.h"
 #include "ggml-like/cpu/int_gemm.h"
+#include "ggml-like/cpu/kernels.h"
 #include "ggml-like/core/error.h"
 #include "ggml-like/graph/graph_plan.h"
 
@@ -235,10 +236,13 @@ void CpuBackend::compute(Graph& graph) {
 // float attention kernel's multiply-adds per second with the integer GEMM and half that on the
 // float path, which does half the integer GEMM's multiply-adds per cycle (for MLA's latent
 // up-projections this includes the copies of latents and per-head keys that expanding costs).
-// The integer attention kernel measured ~1.7x the float one at depth.
+// The integer attention kernel measured ~1.7x the float one at depth (AVX-512; each set says its
+// own figure, kernels.h).
 double CpuBackend::matmul_speed(Type w, int64_t k) const { return int16_gemm().supports(w, k) ? 0.6 : 0.3; }
 
-double CpuBackend::attention_speed(int64_t dk, int64_t dv) const { return mha_int16_takes(dk, dv) ? 1.7 : 1.0; }
+double CpuBackend::attention_speed(int64_t dk, int64_t dv) const {
+  return mha_int16_takes(dk, dv) ? cpu_kernels().mha_int16_speedup : 1.0;
+}
 
 int physical_core_count() {
   // Distinct (package, core) pairs of the online CPUs; hyper-threads share a core id.

@@ -31,6 +31,9 @@ struct CpuKernels {
   // Whether MHA prefill attention takes 16-bit integers (attention_int16.h).
   bool (*mha_int16_takes)(int64_t Dk, int64_t Dv);
   bool (*mha_int16_applies)(const Tensor& dst);
+  // How many times faster than the set's float32 MHA kernel the integer one runs (measured; 0
+  // where the set has none): the MLA prefill-form choice weighs the naive form's attention by it.
+  double mha_int16_speedup;
   // The integer GEMMs (int_gemm.h); a set without them has ones that support nothing.
   const IntGemm* int16;
   const IntGemm* int8;

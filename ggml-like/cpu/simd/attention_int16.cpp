@@ -272,6 +272,8 @@ void pass(const Tensor& dst, const Dims& d, const Layout& l, const uint8_t* work
 
 }  // namespace
 
+const double kMhaInt16Speedup = attention_lanes::kInt16Speedup;
+
 bool mha_int16_takes(int64_t Dk, int64_t Dv) {
   return int_gemm_enabled() && Dk % kBlock == 0 && Dv % kBlock == 0 && Dk > 0 && Dv > 0 && Dk <= kMaxHead &&
          Dv <= kMaxHead;
@@ -310,6 +312,7 @@ void mha_int16(const Tensor& dst, const CpuThread& th) {
 
 #else  // no 16-bit integer steps in this set: the float32 kernels take every case
 
+const double kMhaInt16Speedup = 0.0;
 bool mha_int16_takes(int64_t, int64_t) { return false; }
 bool mha_int16_applies(const Tensor&) { return false; }
 size_t mha_int16_work(const Tensor&, int) { return 0; }

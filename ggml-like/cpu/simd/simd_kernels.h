@@ -71,6 +71,7 @@ bool mha_int16_takes(int64_t Dk, int64_t Dv);
 bool mha_int16_applies(const Tensor& dst);
 size_t mha_int16_work(const Tensor& dst, int n_threads);
 void mha_int16(const Tensor& dst, const CpuThread& th);
+extern const double kMhaInt16Speedup;
 
 // gemm_int16.cpp, gemm_int8.cpp (int_gemm.h).
 extern const IntGemm kInt16Gemm;

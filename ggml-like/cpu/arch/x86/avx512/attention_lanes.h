@@ -25,6 +25,9 @@ inline constexpr int kRegisters = 32;
 namespace ggl::GGL_ISA::attention_lanes {
 
 // ---- 16-bit integer steps (attention_int16.cpp) ----
+// The integer kernel's speed over the float one at 7680 cached tokens of V2-Lite shapes, 2 threads
+// (README, "CPU speed"), which the MLA prefill-form choice was calibrated with.
+inline constexpr double kInt16Speedup = 1.7;
 using IVec = __m512i;  // 16 int32 lanes, or 16 pairs of int16
 inline IVec int_zero() { return _mm512_setzero_si512(); }
 inline IVec load_int(const int32_t* p) { return _mm512_load_si512(p); }
