@@ -1,11 +1,13 @@
 // Pieces shared by the attention kernels that put queries on the lanes of vectors (op_attention.cpp
 // in float32, attention_int16.cpp on 16-bit integers), written once over the vector type: the
 // instruction set's header under cpu/arch/ names it, its lane count and its register count
-// (AVX-512: 16 lanes, 32 registers; AVX2: 8 lanes, 16 registers). Where none applies (the generic
-// set), GGL_ATTN_WIDE stays undefined and the kernels take their scalar paths.
+// (AVX-512: 16 lanes, 32 registers; AVX2: 8 lanes, 16 registers; NEON: 4 lanes, 32 registers).
+// Where none applies (the generic set), GGL_ATTN_WIDE stays undefined and the kernels take their
+// scalar paths.
 #pragma once
 #include "ggml-like/cpu/arch/x86/avx2/attention_lanes.h"
 #include "ggml-like/cpu/arch/x86/avx512/attention_lanes.h"
+#include "ggml-like/cpu/arch/arm/neon/attention_lanes.h"
 #if defined(GGL_ATTN_LANES)
 #define GGL_ATTN_WIDE 1
 #include <xsimd/xsimd.hpp>
@@ -24,7 +26,11 @@ using attention_lanes::Vec;
 // load-bound at ~2/3 of the FMA rate) instead of broadcasting the shared key/value element.
 inline void in_register(Vec& v) {
   typename Vec::register_type r = v;
-  asm("" : "+v"(r));
+#if defined(__aarch64__)
+  asm("" : "+w"(r));  // an FP/SIMD register
+#else
+  asm("" : "+v"(r));  // an xmm/ymm/zmm register
+#endif
   v = r;
 }
 

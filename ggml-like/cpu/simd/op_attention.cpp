@@ -5,12 +5,12 @@
 //
 // Groups of several heads (GQA, and MLA's absorbed MQA with every head on one latent cache) run
 // "heads on lanes" where the kernel set has vectors (attention_wide.h): the 16 heads of a chunk sit
-// in the lanes of one AVX-512 vector or two AVX2 ones, so a key block's scores are a [16 x Dk] by
+// in the lanes of one AVX-512 vector, two AVX2 ones or four NEON ones, so a key block's scores are a [16 x Dk] by
 // [Dk x 32] product of broadcast key elements and the weighted sum of values a [16 x 32] by
 // [32 x Dv] one; each cached row is read once for all heads, there are no horizontal sums, and the
 // softmax is updated once per block of keys. MHA prefill (one head per KV head, as MLA's naive
-// form) puts 32 consecutive tokens of one head on the lanes of two AVX-512 (four AVX2) vectors
-// instead, each lane masked causally: every key row is read once per 32 queries. The walk is
+// form) puts 32 consecutive tokens of one head on the lanes of two AVX-512 (four AVX2, eight NEON)
+// vectors instead, each lane masked causally: every key row is read once per 32 queries. The walk is
 // written once over the vector; only the number of vectors per pass follows the lane count.
 #include <algorithm>
 #include <cmath>
@@ -56,8 +56,8 @@ constexpr int64_t kHeadLanes = 16;
 constexpr int64_t kMinTokenLanes = 4;
 constexpr int64_t kMaxLanes = 32;
 constexpr int64_t kKeyBlock = 32;
-// Independent accumulators in the score and value loops: with the lane vectors of a pass (up to 4)
-// and a broadcast they fit AVX2's 16 registers.
+// Independent accumulators in the score and value loops: with the lane vectors of a pass (up to 4
+// with AVX2's 16 registers, 8 with NEON's 32) and a broadcast they fit the registers.
 constexpr int kAccumulators = 8;
 static_assert(kKeyBlock % kAccumulators == 0, "score groups (accumulators / lane vectors keys) must tile a key block");
 size_t wide_floats(const Dims& d) {
@@ -142,7 +142,7 @@ void attend(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int64_t j0
 using attention_wide::in_register;
 using attention_wide::kLanes;
 using attention_wide::Vec;
-// Lane vectors per pass: 1, 2, or (8 lanes) 4.
+// Lane vectors per pass: 1, 2, (8 lanes) 4 or (4 lanes) 8.
 constexpr int kMaxVecs = static_cast<int>(kMaxLanes / kLanes);
 static_assert(kMaxLanes % kLanes == 0 && kHeadLanes % kLanes == 0, "passes hold whole vectors");
 static_assert(kAccumulators + kMaxVecs + 1 <= attention_wide::kRegisters, "a pass's loops fit the registers");
@@ -290,7 +290,9 @@ void attend_lanes(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& la
                   const Scratch& s, WideState& out) {
   if (lanes.n <= kLanes) return attend_wide<1>(dst, d, hkv, lanes, j0, j1, s, out);
   if (kMaxVecs == 2 || lanes.n <= 2 * kLanes) return attend_wide<2>(dst, d, hkv, lanes, j0, j1, s, out);
-  if constexpr (kMaxVecs == 4) return attend_wide<4>(dst, d, hkv, lanes, j0, j1, s, out);
+  if constexpr (kMaxVecs >= 4)
+    if (kMaxVecs == 4 || lanes.n <= 4 * kLanes) return attend_wide<4>(dst, d, hkv, lanes, j0, j1, s, out);
+  if constexpr (kMaxVecs == 8) return attend_wide<8>(dst, d, hkv, lanes, j0, j1, s, out);
 }
 
 // Heads [g0, g0 + gn) of KV head hkv at token t, heads on lanes; leaves the same state as
