@@ -15,6 +15,7 @@
 
 #include "ggml-like/core/types.h"
 #include "ggml-like/core/host_device.h"
+#include "ggml-like/core/weight_type_switch.h"
 
 namespace ggl::blocks {
 
@@ -56,9 +57,13 @@ GGL_HD int iq4_level(int q) {
 // (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, an IQ4_XS sub-block).
 GGL_HD int nibble32(const uint8_t* qs, int j) { return (qs[j & 15] >> (4 * (j >> 4))) & 0x0f; }
 
-// Each decoder: kValues values in kBytes bytes per block, group(block, g, v) writes values
-// 8g .. 8g+7 of the block to v.
-struct DecodeF32 {
+// Decoder<T>, one specialization per weight type T: kValues values in kBytes bytes per block,
+// group(block, g, v) writes values 8g .. 8g+7 of the block to v.
+template <Type T>
+struct Decoder;
+
+template <>
+struct Decoder<Type::F32> {
   static constexpr int kValues = kGroup, kBytes = 4 * kGroup;
   static GGL_HD void group(const uint8_t* b, int, float* v) {
     for (int j = 0; j < kGroup; ++j) {
@@ -70,13 +75,15 @@ struct DecodeF32 {
     }
   }
 };
-struct DecodeF16 {
+template <>
+struct Decoder<Type::F16> {
   static constexpr int kValues = kGroup, kBytes = 2 * kGroup;
   static GGL_HD void group(const uint8_t* b, int, float* v) {
     for (int j = 0; j < kGroup; ++j) v[j] = load_half(b + 2 * j);
   }
 };
-struct DecodeBF16 {
+template <>
+struct Decoder<Type::BF16> {
   static constexpr int kValues = kGroup, kBytes = 2 * kGroup;
   static GGL_HD void group(const uint8_t* b, int, float* v) {
     for (int j = 0; j < kGroup; ++j) v[j] = bf16_to_float(load_u16(b + 2 * j));
@@ -84,7 +91,8 @@ struct DecodeBF16 {
 };
 
 // Q8_0: d, 32 int8.
-struct DecodeQ8_0 {
+template <>
+struct Decoder<Type::Q8_0> {
   static constexpr int kValues = 32, kBytes = 34;
   static GGL_HD void group(const uint8_t* b, int g, float* v) {
     const float d = load_half(b);
@@ -92,7 +100,8 @@ struct DecodeQ8_0 {
   }
 };
 // Q4_0: d, 16 bytes of nibbles; d * (q - 8).
-struct DecodeQ4_0 {
+template <>
+struct Decoder<Type::Q4_0> {
   static constexpr int kValues = 32, kBytes = 18;
   static GGL_HD void group(const uint8_t* b, int g, float* v) {
     const float d = load_half(b);
@@ -100,7 +109,8 @@ struct DecodeQ4_0 {
   }
 };
 // Q4_1: d, m, nibbles; d * q + m.
-struct DecodeQ4_1 {
+template <>
+struct Decoder<Type::Q4_1> {
   static constexpr int kValues = 32, kBytes = 20;
   static GGL_HD void group(const uint8_t* b, int g, float* v) {
     const float d = load_half(b), m = load_half(b + 2);
@@ -108,7 +118,8 @@ struct DecodeQ4_1 {
   }
 };
 // Q5_0: d, qh (bit e is value e's fifth bit), nibbles; (q - 16) * d.
-struct DecodeQ5_0 {
+template <>
+struct Decoder<Type::Q5_0> {
   static constexpr int kValues = 32, kBytes = 22;
   static GGL_HD void group(const uint8_t* b, int g, float* v) {
     const float d = load_half(b);
@@ -121,7 +132,8 @@ struct DecodeQ5_0 {
   }
 };
 // Q5_1: d, m, qh, nibbles; q * d + m.
-struct DecodeQ5_1 {
+template <>
+struct Decoder<Type::Q5_1> {
   static constexpr int kValues = 32, kBytes = 24;
   static GGL_HD void group(const uint8_t* b, int g, float* v) {
     const float d = load_half(b), m = load_half(b + 2);
@@ -137,7 +149,8 @@ struct DecodeQ5_1 {
 // The K-quants' value e of a super-block lies in half h = e / 128, quarter k = (e % 128) / 32, at
 // l = e % 32; a group never crosses a 16-value sub-block.
 // Q2_K: scales[16], qs[64], d, dmin.
-struct DecodeQ2_K {
+template <>
+struct Decoder<Type::Q2_K> {
   static constexpr int kValues = 256, kBytes = 84;
   static GGL_HD void group(const uint8_t* b, int g, float* v) {
     const int e = 8 * g, h = e >> 7, k = (e >> 5) & 3, l = e & 31;
@@ -149,7 +162,8 @@ struct DecodeQ2_K {
   }
 };
 // Q3_K: hmask[32], qs[64], scales[12] (16 six-bit scales), d.
-struct DecodeQ3_K {
+template <>
+struct Decoder<Type::Q3_K> {
   static constexpr int kValues = 256, kBytes = 110;
   static GGL_HD void group(const uint8_t* b, int g, float* v) {
     const int e = 8 * g, h = e >> 7, k = (e >> 5) & 3, l = e & 31, s = e >> 4;
@@ -193,10 +207,13 @@ struct DecodeQ45_K {
     }
   }
 };
-using DecodeQ4_K = DecodeQ45_K<false>;
-using DecodeQ5_K = DecodeQ45_K<true>;
+template <>
+struct Decoder<Type::Q4_K> : DecodeQ45_K<false> {};
+template <>
+struct Decoder<Type::Q5_K> : DecodeQ45_K<true> {};
 // Q6_K: ql[128], qh[64], int8 scales[16], d.
-struct DecodeQ6_K {
+template <>
+struct Decoder<Type::Q6_K> {
   static constexpr int kValues = 256, kBytes = 210;
   static GGL_HD void group(const uint8_t* b, int g, float* v) {
     const int e = 8 * g, h = e >> 7, k = (e >> 5) & 3, l = e & 31;
@@ -210,7 +227,8 @@ struct DecodeQ6_K {
   }
 };
 // IQ4_NL: d, nibbles indexing the 16 levels.
-struct DecodeIQ4_NL {
+template <>
+struct Decoder<Type::IQ4_NL> {
   static constexpr int kValues = 32, kBytes = 18;
   static GGL_HD void group(const uint8_t* b, int g, float* v) {
     const float d = load_half(b);
@@ -218,7 +236,8 @@ struct DecodeIQ4_NL {
   }
 };
 // IQ4_XS: d, scales_h (2 bits per sub-block), scales_l[4] (4 bits), qs[128] (16 per sub-block).
-struct DecodeIQ4_XS {
+template <>
+struct Decoder<Type::IQ4_XS> {
   static constexpr int kValues = 256, kBytes = 136;
   static GGL_HD void group(const uint8_t* b, int g, float* v) {
     const int e = 8 * g, s = e >> 5;
@@ -229,27 +248,10 @@ struct DecodeIQ4_XS {
   }
 };
 
-// Calls f(Decode...{}) for type t and returns true, or returns false where t has no decoder.
+// Calls f(Decoder<t>{}) and returns true, or returns false where t has no decoder.
 template <class F>
 bool with_decoder(Type t, F&& f) {
-  switch (t) {
-    case Type::F32: f(DecodeF32{}); return true;
-    case Type::F16: f(DecodeF16{}); return true;
-    case Type::BF16: f(DecodeBF16{}); return true;
-    case Type::Q8_0: f(DecodeQ8_0{}); return true;
-    case Type::Q4_0: f(DecodeQ4_0{}); return true;
-    case Type::Q4_1: f(DecodeQ4_1{}); return true;
-    case Type::Q5_0: f(DecodeQ5_0{}); return true;
-    case Type::Q5_1: f(DecodeQ5_1{}); return true;
-    case Type::Q2_K: f(DecodeQ2_K{}); return true;
-    case Type::Q3_K: f(DecodeQ3_K{}); return true;
-    case Type::Q4_K: f(DecodeQ4_K{}); return true;
-    case Type::Q5_K: f(DecodeQ5_K{}); return true;
-    case Type::Q6_K: f(DecodeQ6_K{}); return true;
-    case Type::IQ4_NL: f(DecodeIQ4_NL{}); return true;
-    case Type::IQ4_XS: f(DecodeIQ4_XS{}); return true;
-    default: return false;
-  }
+  return with_weight_type(t, [&](auto type) { f(Decoder<decltype(type)::value>{}); });
 }
 
 // Values per block of type t's decoder (0 where it has none): rows must be a multiple of it.

@@ -6,6 +6,7 @@
 
 #include "ggml-like/core/error.h"
 #include "ggml-like/core/fp16.h"
+#include "ggml-like/core/weight_type_switch.h"
 
 namespace ggl {
 namespace {
@@ -38,27 +39,9 @@ const Block* as(const void* p) {
 
 }  // namespace
 
+// The list of weight types is written once, in the shared switch (core/weight_type_switch.h).
 bool is_weight_type(Type t) {
-  switch (t) {
-    case Type::F32:
-    case Type::F16:
-    case Type::BF16:
-    case Type::Q8_0:
-    case Type::Q4_0:
-    case Type::Q4_1:
-    case Type::Q5_0:
-    case Type::Q5_1:
-    case Type::Q2_K:
-    case Type::Q3_K:
-    case Type::Q4_K:
-    case Type::Q5_K:
-    case Type::Q6_K:
-    case Type::IQ4_NL:
-    case Type::IQ4_XS:
-      return true;
-    default:
-      return false;
-  }
+  return with_weight_type(t, [](auto) {});
 }
 
 bool quantizer_uses_importance(Type t) {

@@ -13,6 +13,7 @@
 
 #include "ggml-like/core/error.h"
 #include "ggml-like/core/fp16.h"
+#include "ggml-like/core/weight_type_switch.h"
 #include "ggml-like/quant/quant.h"
 
 #include "ggml-like/cpu/arch/arm/arm_intrinsics.h"
@@ -180,10 +181,15 @@ inline Ints nibbles(const uint8_t* qs, int p) {
   return first < kHalf ? bytes : (bytes >> 4);
 }
 
-// ---- Decoders: chunk k of a row into kVecsPerChunk float vectors, scaled. Plain types (not
-// kBlocked) also decode single elements, for rows whose length is not a multiple of 32. ----
+// ---- Decoders: Decoder<T> decodes chunk k of a row of weight type T into kVecsPerChunk float
+// vectors, scaled. Plain types (not kBlocked) also decode single elements, for rows whose length
+// is not a multiple of 32. ----
 
-struct DecodeF32 {
+template <Type T>
+struct Decoder;
+
+template <>
+struct Decoder<Type::F32> {
   static constexpr bool kBlocked = false;
   static constexpr size_t kChunkBytes = kChunk * sizeof(float);
   static void chunk(const uint8_t* p, Floats* w) {
@@ -197,7 +203,8 @@ struct DecodeF32 {
   }
 };
 
-struct DecodeF16 {
+template <>
+struct Decoder<Type::F16> {
   static constexpr bool kBlocked = false;
   static constexpr size_t kChunkBytes = kChunk * sizeof(uint16_t);
   static void chunk(const uint8_t* p, Floats* w) {
@@ -211,7 +218,8 @@ struct DecodeF16 {
   }
 };
 
-struct DecodeBF16 {
+template <>
+struct Decoder<Type::BF16> {
   static constexpr bool kBlocked = false;
   static constexpr size_t kChunkBytes = kChunk * sizeof(uint16_t);
   static void chunk(const uint8_t* p, Floats* w) {
@@ -225,7 +233,8 @@ struct DecodeBF16 {
   }
 };
 
-struct DecodeQ8_0 {
+template <>
+struct Decoder<Type::Q8_0> {
   static constexpr bool kBlocked = true;
   static constexpr size_t kChunkBytes = sizeof(BlockQ8_0);
   static void chunk(const uint8_t* p, Floats* w) {
@@ -235,7 +244,8 @@ struct DecodeQ8_0 {
   }
 };
 
-struct DecodeQ4_0 {
+template <>
+struct Decoder<Type::Q4_0> {
   static constexpr bool kBlocked = true;
   static constexpr size_t kChunkBytes = sizeof(BlockQ4_0);
   static void chunk(const uint8_t* p, Floats* w) {
@@ -246,7 +256,8 @@ struct DecodeQ4_0 {
   }
 };
 
-struct DecodeQ4_1 {
+template <>
+struct Decoder<Type::Q4_1> {
   static constexpr bool kBlocked = true;
   static constexpr size_t kChunkBytes = sizeof(BlockQ4_1);
   static void chunk(const uint8_t* p, Floats* w) {
@@ -263,7 +274,8 @@ struct DecodeQ4_1 {
 static_assert(16 % kLanes == 0);
 constexpr int kSubBlocks = kSuperBlock / kChunk;
 
-struct DecodeQ5_0 {
+template <>
+struct Decoder<Type::Q5_0> {
   static constexpr bool kBlocked = true;
   static constexpr size_t kChunkBytes = sizeof(BlockQ5_0);
   static void chunk(const uint8_t* p, Floats* w) {
@@ -276,7 +288,8 @@ struct DecodeQ5_0 {
   }
 };
 
-struct DecodeQ5_1 {
+template <>
+struct Decoder<Type::Q5_1> {
   static constexpr bool kBlocked = true;
   static constexpr size_t kChunkBytes = sizeof(BlockQ5_1);
   static void chunk(const uint8_t* p, Floats* w) {
@@ -289,7 +302,8 @@ struct DecodeQ5_1 {
   }
 };
 
-struct DecodeIQ4_NL {
+template <>
+struct Decoder<Type::IQ4_NL> {
   static constexpr bool kBlocked = true;
   static constexpr size_t kChunkBytes = sizeof(BlockIQ4_NL);
   static void chunk(const uint8_t* p, Floats* w) {
@@ -299,7 +313,8 @@ struct DecodeIQ4_NL {
   }
 };
 
-struct DecodeIQ4_XS {
+template <>
+struct Decoder<Type::IQ4_XS> {
   static constexpr bool kBlocked = true;
   static constexpr int kChunksPerBlock = kSubBlocks;
   static constexpr size_t kBlockBytes = sizeof(BlockIQ4_XS);
@@ -317,7 +332,8 @@ inline Ints two_bits(const uint8_t* qs, int sub, int v) {
 // The 16-value scale group of vector v of sub-block sub.
 inline int scale_group(int sub, int v) { return 2 * sub + v * kLanes / 16; }
 
-struct DecodeQ2_K {
+template <>
+struct Decoder<Type::Q2_K> {
   static constexpr bool kBlocked = true;
   static constexpr int kChunksPerBlock = kSubBlocks;
   static constexpr size_t kBlockBytes = sizeof(BlockQ2_K);
@@ -332,7 +348,8 @@ struct DecodeQ2_K {
   }
 };
 
-struct DecodeQ3_K {
+template <>
+struct Decoder<Type::Q3_K> {
   static constexpr bool kBlocked = true;
   static constexpr int kChunksPerBlock = kSubBlocks;
   static constexpr size_t kBlockBytes = sizeof(BlockQ3_K);
@@ -361,7 +378,8 @@ inline ScaleMin k4_scale_min(uint16_t d, uint16_t dmin, const uint8_t* scales, i
   return {Floats(fp16_to_f32(d) * static_cast<float>(sc)), Floats(fp16_to_f32(dmin) * static_cast<float>(m))};
 }
 
-struct DecodeQ4_K {
+template <>
+struct Decoder<Type::Q4_K> {
   static constexpr bool kBlocked = true;
   static constexpr int kChunksPerBlock = kSubBlocks;
   static constexpr size_t kBlockBytes = sizeof(BlockQ4_K);
@@ -372,7 +390,8 @@ struct DecodeQ4_K {
   }
 };
 
-struct DecodeQ5_K {
+template <>
+struct Decoder<Type::Q5_K> {
   static constexpr bool kBlocked = true;
   static constexpr int kChunksPerBlock = kSubBlocks;
   static constexpr size_t kBlockBytes = sizeof(BlockQ5_K);
@@ -386,7 +405,8 @@ struct DecodeQ5_K {
   }
 };
 
-struct DecodeQ6_K {
+template <>
+struct Decoder<Type::Q6_K> {
   static constexpr bool kBlocked = true;
   static constexpr int kChunksPerBlock = kSubBlocks;
   static constexpr size_t kBlockBytes = sizeof(BlockQ6_K);
@@ -551,27 +571,10 @@ template <class Decode, int C>
         for (int c = 0; c < C; ++c) y[c][i] += a[c][r] * Decode::element(w + r * row_stride, i);
 }
 
-// Calls f(Decode{}) with the decoder of weight type t; false for a type without one.
+// Calls f(Decoder<t>{}) with the decoder of weight type t; false for a type without one.
 template <class F>
 bool with_decoder(Type t, F&& f) {
-  switch (t) {
-    case Type::F32: f(DecodeF32{}); return true;
-    case Type::F16: f(DecodeF16{}); return true;
-    case Type::BF16: f(DecodeBF16{}); return true;
-    case Type::Q8_0: f(DecodeQ8_0{}); return true;
-    case Type::Q4_0: f(DecodeQ4_0{}); return true;
-    case Type::Q4_1: f(DecodeQ4_1{}); return true;
-    case Type::Q5_0: f(DecodeQ5_0{}); return true;
-    case Type::Q5_1: f(DecodeQ5_1{}); return true;
-    case Type::Q2_K: f(DecodeQ2_K{}); return true;
-    case Type::Q3_K: f(DecodeQ3_K{}); return true;
-    case Type::Q4_K: f(DecodeQ4_K{}); return true;
-    case Type::Q5_K: f(DecodeQ5_K{}); return true;
-    case Type::Q6_K: f(DecodeQ6_K{}); return true;
-    case Type::IQ4_NL: f(DecodeIQ4_NL{}); return true;
-    case Type::IQ4_XS: f(DecodeIQ4_XS{}); return true;
-    default: return false;
-  }
+  return with_weight_type(t, [&](auto type) { f(Decoder<decltype(type)::value>{}); });
 }
 
 void check_shape(const char* what, Type t, int64_t n) {
