@@ -32,7 +32,26 @@ namespace {
 
 using attention_wide::kLanes;
 using attention_wide::Vec;
-using namespace attention_lanes;  // the integer steps
+// The set's steps (attention_lanes.h): add_pair_products, store_int16, interleave_pairs,
+// largest_lane; the rest on xsimd's integer vector of the same lanes.
+using attention_lanes::add_pair_products;
+using attention_lanes::interleave_pairs;
+using attention_lanes::IVec;
+using attention_lanes::kInterleave;
+using attention_lanes::largest_lane;
+using attention_lanes::store_int16;
+inline IVec int_zero() { return IVec(0); }
+inline IVec load_int(const int32_t* p) { return IVec::load_aligned(p); }
+inline void store_int(int32_t* p, IVec v) { v.store_aligned(p); }
+inline Vec to_float(IVec v) { return xsimd::to_float(v); }
+inline IVec round_to_int(Vec v) { return xsimd::nearbyint_as_int(v); }
+// The pair (a, b) of 32-bit lanes' low halves: a in the low 16 bits, b in the high.
+inline IVec pack_pair(IVec a, IVec b) { return (a & IVec(0xFFFF)) | (b << 16); }
+inline IVec broadcast_pair(const int16_t* p) {
+  int32_t pair;
+  std::memcpy(&pair, p, sizeof pair);
+  return IVec(pair);
+}
 constexpr int kVecs = 2;                  // lane vectors per pass
 constexpr int64_t kWidth = kVecs * kLanes;  // tokens per pass
 constexpr int64_t kBlock = 32;            // elements per scale block, and keys per key block

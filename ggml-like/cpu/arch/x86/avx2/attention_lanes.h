@@ -30,31 +30,20 @@ inline constexpr double kInt16Speedup = 1.85;
 #else
 inline constexpr double kInt16Speedup = 1.35;
 #endif
-using IVec = __m256i;  // 8 int32 lanes, or 8 pairs of int16
-inline IVec int_zero() { return _mm256_setzero_si256(); }
-inline IVec load_int(const int32_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
-inline void store_int(int32_t* p, IVec v) { _mm256_store_si256(reinterpret_cast<__m256i*>(p), v); }
-inline Vec to_float(IVec v) { return _mm256_cvtepi32_ps(v); }
+
+using IVec = xsimd::batch<int32_t, Vec::arch_type>;  // 8 int32 lanes, or 8 pairs of int16
 inline float largest_lane(Vec v) {
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));
   return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
 }
-inline IVec round_to_int(Vec v) { return _mm256_cvtps_epi32(v); }
-// The pair (a, b) of 32-bit lanes' low halves: a in the low 16 bits, b in the high.
-inline IVec pack_pair(IVec a, IVec b) {
-  return _mm256_or_si256(_mm256_and_si256(a, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(b, 16));
-}
-inline IVec broadcast_pair(const int16_t* p) {
-  int32_t pair;
-  std::memcpy(&pair, p, sizeof pair);
-  return _mm256_set1_epi32(pair);
-}
 // acc += the pairwise products of a and b. VPDPWSSD through asm: through the intrinsic GCC copies
 // the accumulator out and back around each instruction.
 inline void add_pair_products(IVec& acc, IVec a, IVec b) {
 #if defined(__AVXVNNI__)
-  asm("%{vex%} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b));
+  __m256i r = acc;
+  asm("%{vex%} vpdpwssd %2, %1, %0" : "+x"(r) : "x"(__m256i(a)), "x"(__m256i(b)));
+  acc = r;
 #else
   acc = _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
 #endif

@@ -28,26 +28,16 @@ namespace ggl::GGL_ISA::attention_lanes {
 // The integer kernel's speed over the float one at 7680 cached tokens of V2-Lite shapes, 2 threads
 // (README, "CPU speed"), which the MLA prefill-form choice was calibrated with.
 inline constexpr double kInt16Speedup = 1.7;
-using IVec = __m512i;  // 16 int32 lanes, or 16 pairs of int16
-inline IVec int_zero() { return _mm512_setzero_si512(); }
-inline IVec load_int(const int32_t* p) { return _mm512_load_si512(p); }
-inline void store_int(int32_t* p, IVec v) { _mm512_store_si512(p, v); }
-inline Vec to_float(IVec v) { return _mm512_cvtepi32_ps(v); }
+using IVec = xsimd::batch<int32_t, Vec::arch_type>;  // 16 int32 lanes, or 16 pairs of int16
 inline float largest_lane(Vec v) { return _mm512_reduce_max_ps(v); }
-inline IVec round_to_int(Vec v) { return _mm512_cvtps_epi32(v); }
-// The pair (a, b) of 32-bit lanes' low halves: a in the low 16 bits, b in the high.
-inline IVec pack_pair(IVec a, IVec b) {
-  return _mm512_or_si512(_mm512_and_si512(a, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(b, 16));
-}
-inline IVec broadcast_pair(const int16_t* p) {
-  int32_t pair;
-  std::memcpy(&pair, p, sizeof pair);
-  return _mm512_set1_epi32(pair);
-}
 // acc += the pairwise products of a and b (VPDPWSSD). Through asm: through the intrinsic GCC
 // copies every accumulator out and back around each instruction, two extra vector moves per
 // multiply.
-inline void add_pair_products(IVec& acc, IVec a, IVec b) { asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b)); }
+inline void add_pair_products(IVec& acc, IVec a, IVec b) {
+  __m512i r = acc;
+  asm("vpdpwssd %2, %1, %0" : "+v"(r) : "v"(__m512i(a)), "v"(__m512i(b)));
+  acc = r;
+}
 // The kLanes int32 of v (within int16's range) as int16 at out.
 inline void store_int16(int16_t* out, IVec v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(v));
