@@ -83,35 +83,38 @@ struct Q45_K : KindOf<std::conditional_t<kFifthBit, BlockQ5_K, BlockQ4_K>, kSupe
   }
 };
 
-// The types with a scale per 16 values and a zero point (Q6_K, Q3_K): value d * scale * (q - zero),
-// half(h, q) yields the four 32-value chunks of half h, chunk k being sub-block 4 h + k.
-template <int kZero, class Half, class Scale, class F>
-[[gnu::always_inline]] inline void unpack_per16(Half&& half, const Scale* scales, float d, F&& f) {
-  for (int h = 0; h < 2; ++h) {
-    kquant::Bytes q[4];
-    half(h, q);
-    for (int k = 0; k < 4; ++k) {
-      const int s = 4 * h + k;
-      f(s, scaled_per16(q[k], kZero, scales[2 * s], scales[2 * s + 1]), d, 0.0f);
-    }
-  }
-}
-
 // Q6_K: value d * scale * (q - 32), q 0..63 (layout in kquants.h).
 struct Q6_K : KindOf<BlockQ6_K, kSuperBlock, false> {
   template <class F>
   [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
-    unpack_per16<32>([&](int h, kquant::Bytes* q) { kquant::q6_k_half(w, h, q); }, w.scales, f16(w.d), f);
+    const float d = f16(w.d);
+    for (int h = 0; h < 2; ++h) {
+      kquant::Bytes q[4];
+      kquant::q6_k_half(w, h, q);
+      for (int k = 0; k < 4; ++k) {
+        const int s = 4 * h + k;
+        f(s, scaled_per16(q[k], 32, w.scales[2 * s], w.scales[2 * s + 1]), d, 0.0f);
+      }
+    }
   }
 };
 
-// Q3_K: value d * scale * (q - 4), q 0..7: two bits as Q2_K's plus a third from hmask.
+// Q3_K: value d * scale * (q - 4), q 0..7: two bits as Q2_K's plus a third from hmask. (Its loop
+// is Q6_K's: a helper taking both measured different x86 code for the rows path, so both stay.)
 struct Q3_K : KindOf<BlockQ3_K, kSuperBlock, false> {
   template <class F>
   [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
     int16_t scales[16];
     for (int j = 0; j < 16; ++j) scales[j] = static_cast<int16_t>(quant::scale_q3_k(j, w.scales));
-    unpack_per16<4>([&](int h, kquant::Bytes* q) { kquant::q3_k_half(w, h, q); }, scales, f16(w.d), f);
+    const float d = f16(w.d);
+    for (int h = 0; h < 2; ++h) {
+      kquant::Bytes q[4];
+      kquant::q3_k_half(w, h, q);
+      for (int k = 0; k < 4; ++k) {
+        const int s = 4 * h + k;
+        f(s, scaled_per16(q[k], 4, scales[2 * s], scales[2 * s + 1]), d, 0.0f);
+      }
+    }
   }
 };
 
