@@ -43,7 +43,7 @@ struct Case {
 
 enum class Path { kPanels, kRows };
 
-// The K-quant / IQ4 / Q5 types the 16-bit GEMM takes on x86 (unpacked to 16-bit weights per 32
+// The K-quant / IQ4 / Q5 types the 16-bit GEMM takes on the x86 and ARM sets (unpacked to 16-bit weights per 32
 // values), and the values per block of each.
 constexpr Type kUnpackedTypes[] = {Type::Q2_K,   Type::Q3_K,   Type::Q4_K, Type::Q5_K, Type::Q6_K,
                                    Type::IQ4_XS, Type::IQ4_NL, Type::Q5_0, Type::Q5_1};
@@ -258,8 +258,8 @@ TEST_P(PerKernelSet, Int8PanelAndRowTails) {
   check_tails(int8(), Path::kRows, {Type::Q4_0, Type::Q4_1});
 }
 
-// The x86 and ARM sets have both integer GEMMs: a set that lost them would skip the checks above
-// and run the float path unnoticed.
+// The x86 and ARM sets have both integer GEMMs, and the 16-bit one takes the K-quant / IQ4 / Q5
+// types: a set that lost them would skip the checks above and run the float path unnoticed.
 TEST_P(PerKernelSet, SimdSetsHaveTheIntegerGemms) {
   const std::string isa = GetParam()->isa;
   const bool x86 = isa == "avx512" || isa == "avx2vnni" || isa == "avx2";
@@ -268,9 +268,7 @@ TEST_P(PerKernelSet, SimdSetsHaveTheIntegerGemms) {
   EXPECT_TRUE(int16().supports(Type::Q4_0, 64));
   EXPECT_TRUE(int16().supports(Type::Q8_0, 64));
   EXPECT_TRUE(int8().supports(Type::Q4_1, 64));
-  if (x86) {  // the K-quant unpacking is x86 code so far
-    for (Type t : kUnpackedTypes) EXPECT_TRUE(int16().supports(t, 2048)) << ggl::type_name(t);
-  }
+  for (Type t : kUnpackedTypes) EXPECT_TRUE(int16().supports(t, 2048)) << ggl::type_name(t);
 }
 
 // Rows must be whole blocks (of 256 values for the super-block types).

@@ -147,6 +147,7 @@ std::string describe_cpu_kernels(const CpuKernels& k) {
   std::string paths;
   auto add = [&paths](const char* what) { paths += (paths.empty() ? "" : ", ") + std::string(what); };
   if (k.int16->supports(Type::Q4_0, kQuantBlock)) add("16-bit integer GEMMs");
+  if (k.int16->supports(Type::Q4_K, kSuperBlock)) add("K-quant / IQ4 / Q5 16-bit GEMMs");
   if (k.int8->supports(Type::Q4_0, kQuantBlock)) add("8-bit integer GEMMs");
   if (k.int8_k->supports(Type::Q4_K, kSuperBlock)) add("K-quant integer rows");
   if (k.mha_int16_takes(128, 128)) add("integer MHA attention");

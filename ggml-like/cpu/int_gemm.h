@@ -3,8 +3,8 @@
 // integers, and integer dot steps multiply them (AVX-512 VNNI below; AVX2 has the same paths with
 // VPMADDWD and VPMADDUBSW, cpu/arch/x86/avx2/gemm_steps.h):
 //   kInt16Gemm: 16-bit activations (14 bits against the block's largest value: finer than fp16)
-//               times Q4_0 / Q4_1 / Q8_0 weights and, on x86, the K-quant / IQ4 / Q5 types (each
-//               32 values unpacked to d * w + m, cpu/arch/x86/kquant_unpack.h) as 16-bit integers,
+//               times Q4_0 / Q4_1 / Q8_0 weights and the K-quant / IQ4 / Q5 types (each 32
+//               values unpacked to d * w + m, cpu/arch/kquant_unpack.h) as 16-bit integers,
 //               VPDPWSSD (32 multiply-adds per instruction: twice float32 FMA), at close to float32
 //               accuracy (gemm_int16.cpp);
 //   kInt8Gemm:  8-bit activations (as llama.cpp's Q8 activations) times Q4_0 / Q4_1 weights kept

@@ -9,10 +9,10 @@
 //   panel:  per block of 32 weights: 32 / kLanes lane groups of kLanes rows, each 16 vectors (one
 //           per pair of weights) whose lane r holds that pair of row r as two int16; then the
 //           rows' scales [32], mins [32] and skews [32] as floats (gemm_panel.h).
-// Weights: Q4_0 / Q4_1 / Q8_0 unpacked by the set's steps; on x86 also the K-quant / IQ4 / Q5
-// types, each 32 values unpacked to 16-bit w with a float d and m (value d * w + m; Q2_K also
-// + skew for its first 16 values and - skew for its last 16) by kquant_unpack.h, the same
-// unpacking for the panels and the rows.
+// Weights: Q4_0 / Q4_1 / Q8_0 unpacked by the set's steps; the K-quant / IQ4 / Q5 types (on the
+// x86 and ARM sets), each 32 values unpacked to 16-bit w with a float d and m (value d * w + m;
+// Q2_K also + skew for its first 16 values and - skew for its last 16) by arch/kquant_unpack.h,
+// the same unpacking for the panels and the rows.
 #include <algorithm>
 #include <cstring>
 
@@ -22,8 +22,8 @@
 #include "ggml-like/cpu/simd/gemm_panel.h"
 #include "ggml-like/cpu/simd/gemm_rows.h"
 #include "ggml-like/cpu/simd/simd_kernels.h"
-#if GGL_INT_GEMM && (defined(__x86_64__) || defined(__i386__))
-#include "ggml-like/cpu/arch/x86/kquant_unpack.h"  // GGL_INT16_UNPACK: the K-quant / IQ4 / Q5 types
+#if GGL_INT_GEMM
+#include "ggml-like/cpu/arch/kquant_unpack.h"  // GGL_INT16_UNPACK: the K-quant / IQ4 / Q5 types
 #endif
 
 namespace ggl::GGL_ISA {

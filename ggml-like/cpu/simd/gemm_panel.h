@@ -218,7 +218,7 @@ void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64
 }
 
 // IntGemm::pack_panel for the types a Kind unpacks into 32-value sub-blocks of 16-bit weights
-// (value d * w + m per sub-block: the K-quant / IQ4 / Q5 types, cpu/arch/x86/kquant_unpack.h):
+// (value d * w + m per sub-block: the K-quant / IQ4 / Q5 types, cpu/arch/kquant_unpack.h):
 // per lane group, each row's weight block is unpacked once (Kind::unpack), and each sub-block's
 // rows go into its pair vectors through the set's Dot::pack_words (a transpose of 32-bit pairs),
 // with the rows' d and m as the panel block's scales and mins. Rows past `rows` are zero.

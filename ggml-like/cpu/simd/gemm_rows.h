@@ -110,7 +110,7 @@ void multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, in
 }
 
 // out[c] = dot(row, column c) for C columns, for the types a Kind unpacks into 32-value sub-blocks
-// of 16-bit weights (value d * w + m per sub-block: cpu/arch/x86/kquant_unpack.h): each weight
+// of 16-bit weights (value d * w + m per sub-block: cpu/arch/kquant_unpack.h): each weight
 // block is unpacked once, in registers, and every sub-block's 8 lane sums (Format::unpacked_sums)
 // are scaled by d times the column's step. Sub-blocks alternate between two sets of accumulators
 // (two independent FMA chains per column: one chain through a super-block's 8 sub-blocks measured

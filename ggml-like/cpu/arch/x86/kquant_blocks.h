@@ -12,10 +12,10 @@
 // Each Kind has Block (the weight block), kValues (its values), Column (a view of one activation column) and
 // add<C>(block, columns, b, acc): acc[c] += block b of the row times block b of column c.
 #pragma once
+#include "ggml-like/cpu/arch/kquant_bits.h"
 #include "ggml-like/cpu/arch/x86/kquant_madd.h"
 #if GGL_KQUANT_GEMM
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #include "ggml-like/quant/iq4.h"
@@ -24,113 +24,14 @@
 
 namespace ggl::GGL_ISA::kquant {
 
-// ---- Unpacking helpers ----
-
-inline float f16(uint16_t h) { return _cvtsh_ss(h); }
-inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-inline __m256i mask8(__m256i v, char m) { return _mm256_and_si256(v, _mm256_set1_epi8(m)); }
-inline __m256i low_nibbles(__m256i v) { return mask8(v, 0x0F); }
-inline __m256i high_nibbles(__m256i v) { return mask8(_mm256_srli_epi16(v, 4), 0x0F); }
-
-// The 32 nibbles of 16 bytes in the order of the 32-value blocks (element i low in byte i,
-// element 16 + i high).
-inline __m256i nibbles_of_16(const uint8_t* qs) {
-  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m128i low = _mm_set1_epi8(0x0F);
-  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), low), _mm_and_si128(b, low));
-}
-
-// Bit e of `bits` as `value` (or 0) in byte e.
-inline __m256i bits_to_bytes(uint32_t bits, char value) {
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int>(bits)),
-      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-  const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL);
-  return mask8(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), value);
-}
+// ---- Helpers (the byte operations and the bit layouts: kquant_bytes.h, ../kquant_bits.h) ----
 
 // Int16 lanes [a x 8 | b x 8]: the scales of a 32-value chunk whose two halves have their own.
 inline __m256i scale_pair(int16_t a, int16_t b) {
   return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(a)), _mm_set1_epi16(b), 1);
 }
 
-// The IQ4 levels, in both 128-bit lanes, for a byte shuffle.
-inline __m256i iq4_table() {
-  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
-}
-
-// Sub-block scales and mins of Q4_K / Q5_K (the 6-bit fields quant::scale_min_k4 reads one by
-// one), all 8 at once: sc[0..7], m[0..7].
-inline void scales_mins_k4(const uint8_t* q, uint8_t* sc, uint8_t* m) {
-  uint32_t a, b, c;
-  std::memcpy(&a, q, 4);
-  std::memcpy(&b, q + 4, 4);
-  std::memcpy(&c, q + 8, 4);
-  const uint32_t sc_low = a & 0x3f3f3f3f, m_low = b & 0x3f3f3f3f;
-  const uint32_t sc_high = (c & 0x0f0f0f0f) | ((a >> 2) & 0x30303030);
-  const uint32_t m_high = ((c >> 4) & 0x0f0f0f0f) | ((b >> 2) & 0x30303030);
-  std::memcpy(sc, &sc_low, 4);
-  std::memcpy(sc + 4, &sc_high, 4);
-  std::memcpy(m, &m_low, 4);
-  std::memcpy(m + 4, &m_high, 4);
-}
-
 inline __m256 to_float(__m256i v) { return _mm256_cvtepi32_ps(v); }
-
-// ---- Each type's quants as bytes, 32 values (a sub-block, or a chunk of a half) per vector in
-// element order: the bit layouts of kquants.h / legacy.h / iq4.h, written once for the 8-bit
-// products below and the 16-bit unpacking (kquant_unpack.h) ----
-
-// Quants of 2 bits, element 128 h + 32 k + l in bits 2k..2k+1 of qs[32 h + l] (Q2_K, Q3_K's low bits).
-inline void unpack_2bit_half(const uint8_t* qs, int h, __m256i* q) {
-  __m256i v = load32(qs + 32 * h);
-  for (int k = 0; k < 4; ++k, v = _mm256_srli_epi16(v, 2)) q[k] = mask8(v, 0x03);
-}
-
-// Q4_K / Q5_K: sub-blocks 2g and 2g + 1 (quants 0..15, or 0..31 with the fifth bits). `fifth`
-// carries Q5_K's qh from one g to the next (load32(w.qh) before g = 0; bit j of byte l: the fifth
-// bit of element 32 j + l).
-template <class Block, bool kFifthBit>
-inline void q45_k_pair(const Block& w, int g, __m256i& fifth, __m256i* q) {
-  const __m256i v = load32(w.qs + 32 * g);
-  q[0] = low_nibbles(v);
-  q[1] = high_nibbles(v);
-  if constexpr (kFifthBit)
-    for (int h = 0; h < 2; ++h) {
-      q[h] = _mm256_or_si256(q[h], mask8(_mm256_slli_epi16(fifth, 4), 0x10));
-      fifth = _mm256_srli_epi16(fifth, 1);
-    }
-}
-
-// Q6_K: the four chunks of half h (element 128 h + 32 k + l in chunk k), quants 0..63.
-inline void q6_k_half(const BlockQ6_K& w, int h, __m256i* q) {
-  const __m256i l0 = load32(w.ql + 64 * h), l1 = load32(w.ql + 64 * h + 32);
-  const __m256i low[4] = {low_nibbles(l0), low_nibbles(l1), high_nibbles(l0), high_nibbles(l1)};
-  __m256i high = load32(w.qh + 32 * h);
-  for (int k = 0; k < 4; ++k, high = _mm256_srli_epi16(high, 2))
-    q[k] = _mm256_or_si256(low[k], mask8(_mm256_slli_epi16(high, 4), 0x30));
-}
-
-// Q3_K: the four chunks of half h, quants 0..7: Q2_K's two bits plus a third from hmask (bit
-// 4 h + k of byte l: the third bit of element 128 h + 32 k + l).
-inline void q3_k_half(const BlockQ3_K& w, int h, __m256i* q) {
-  unpack_2bit_half(w.qs, h, q);
-  __m256i high = _mm256_srli_epi16(load32(w.hmask), 4 * h);
-  for (int k = 0; k < 4; ++k, high = _mm256_srli_epi16(high, 1))
-    q[k] = _mm256_or_si256(q[k], mask8(_mm256_slli_epi16(high, 2), 0x04));
-}
-
-// Q5_0 / Q5_1: the block's quants 0..31, Q4_0's nibbles plus qh's bits.
-template <class Block>
-inline __m256i q5_quants(const Block& w) {
-  uint32_t qh;
-  std::memcpy(&qh, w.qh, sizeof qh);
-  return _mm256_or_si256(nibbles_of_16(w.qs), bits_to_bytes(qh, 0x10));
-}
-
-// The 32 IQ4 levels of a 32-value block's 16 quant bytes (IQ4_NL's nibble order), as signed bytes.
-inline __m256i iq4_levels(const uint8_t* qs) { return _mm256_shuffle_epi8(iq4_table(), nibbles_of_16(qs)); }
-
 
 // ---- Super-block types, Q8_K activations ----
 

@@ -1,48 +1,18 @@
-// The K-quant / IQ4 / Q5 weight types as 32-value sub-blocks of 16-bit integers, for the 16-bit
-// integer GEMM (kInt16Gemm, cpu/simd/gemm_int16.cpp). Every one of these types is, per sub-block
-// of 32 values, value_i = d * w_i + m with integer w_i and a float scale d and min m, which is the
-// form the 16-bit panels and rows multiply (Q4_1's d and min):
-//   Q4_K, Q5_K: d = d * sc_s, m = -dmin * m_s, w = q (0..15, 0..31);
-//   Q6_K:       d = d, w = (q - 32) * scale (the scale per 16 values folded into the weight);
-//   Q3_K:       d = d, w = (q - 4) * scale (likewise);
-//   IQ4_XS:     d = d * (ls - 32), w = the level;  IQ4_NL: d = d, w = the level;
-//   Q5_0:       d = d, w = q - 16;  Q5_1: d = d, m = m, w = q.
-//   Q2_K:       d = d, w = q * (scale & 15) (q 0..3), and its two mins per 32 (one per 16 values,
-//               -dmin * (scale >> 4)) as m = their mean plus a skew = half their difference that
-//               adds on the first 16 values and subtracts on the last 16 (kHasSkew, skews()).
-// Each type's unpacking is written once, here, and serves both paths: the rows path keeps a
-// sub-block in registers (gemm_rows.h), the panel packing stores it and transposes lane groups of
-// rows (gemm_panel.h).
-//
-// Overflow: |w| <= 4096 (Q6_K: |scale| <= 128 times |q - 32| <= 32; Q3_K 32 * 4 = 128; IQ4 127;
-// the others 31) and the activations are quantized to at most 16383 levels each side of zero, so
-// a panel's int32 sum over a sub-block's 32 products stays within 32 * 4096 * 16383 = 2147352576
-// < 2^31 (the rows path sums only 4 per lane); with 32767 levels Q6_K could wrap around.
-//
-// Each Kind has Block (the weight block), kValues (values per block), kHasMin, kHasSkew (then also
-// skews(block, out): each sub-block's skew), and
-// unpack(block, f), which calls f(s, weights, d, m) for every sub-block s of the block in order
-// (weights: Weights or UnsignedBytes, each with store() and sums())
-// (inlined by force: left a call, the rows path's accumulators went through memory).
-// AVX2 code: the avx2, avx2vnni and avx512 sets take it (256-bit steps; sums() takes VPDPWSSD and
-// VPDPBUSD where the set has 256-bit VNNI, kquant_madd.h).
+// The x86 side of the K-quant / IQ4 / Q5 types' 16-bit unpacking (cpu/arch/kquant_unpack.h, whose
+// Kinds are written once for every architecture): a sub-block's 32 weights as int16 in two
+// 256-bit vectors (or, where they fit, as 32 unsigned bytes), their widening and scaling, and
+// their products with a 16-bit activation column on the rows path (sums). AVX2 code: the avx2,
+// avx2vnni and avx512 sets take it (256-bit steps; sums() takes VPDPWSSD and VPDPBUSD where the
+// set has 256-bit VNNI, kquant_madd.h). The counterpart of arch/arm/kquant_unpack.h. Included
+// through arch/kquant_unpack.h only.
 #pragma once
 #include "ggml-like/cpu/arch/x86/kquant_blocks.h"
 #if GGL_KQUANT_GEMM
-#define GGL_INT16_UNPACK 1
+#define GGL_INT16_WEIGHTS 1
 #include <cstdint>
-#include <cstring>
-#include <type_traits>
-
-#include "ggml-like/core/types.h"
-#include "ggml-like/quant/iq4.h"
-#include "ggml-like/quant/kquants.h"
-#include "ggml-like/quant/legacy.h"
 
 namespace ggl::GGL_ISA::unpack16 {
 
-using kquant::f16;
-using kquant::iq4_levels;
 using kquant::load32;
 
 // The 32 weights of a sub-block as int16, in element order: lo elements 0..15, hi 16..31.
@@ -93,173 +63,10 @@ inline __m256i sums(const UnsignedBytes& w, const int16_t* q, const int8_t* hi, 
 #endif
 }
 
-// Q4_K / Q5_K: 8 sub-blocks, value d * sc * q - dmin * m.
-template <bool kFifthBit>
-struct Q45_K {
-  using Block = std::conditional_t<kFifthBit, BlockQ5_K, BlockQ4_K>;
-  static constexpr int64_t kValues = kSuperBlock;
-  static constexpr bool kHasMin = true;
-  static constexpr bool kHasSkew = false;
-  template <class F>
-  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
-    alignas(8) uint8_t sc[8], m[8];
-    kquant::scales_mins_k4(w.scales, sc, m);
-    // The 8 sub-blocks' d * sc and -dmin * m at once (scalar conversions measured in decode).
-    alignas(32) float ds[8], ms[8];
-    auto floats = [](const uint8_t* v) {
-      return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(v))));
-    };
-    _mm256_store_ps(ds, _mm256_mul_ps(floats(sc), _mm256_set1_ps(f16(w.d))));
-    _mm256_store_ps(ms, _mm256_mul_ps(floats(m), _mm256_set1_ps(-f16(w.dmin))));
-    __m256i fifth;
-    if constexpr (kFifthBit) fifth = load32(w.qh);
-    for (int g = 0; g < 4; ++g) {
-      __m256i q[2];
-      kquant::q45_k_pair<Block, kFifthBit>(w, g, fifth, q);
-      for (int h = 0; h < 2; ++h) {
-        const int s = 2 * g + h;
-        f(s, UnsignedBytes{q[h]}, ds[s], ms[s]);
-      }
-    }
-  }
-};
-
-// Q6_K: value d * scale * (q - 32), q 0..63 (layout in kquants.h).
-struct Q6_K {
-  using Block = BlockQ6_K;
-  static constexpr int64_t kValues = kSuperBlock;
-  static constexpr bool kHasMin = false;
-  static constexpr bool kHasSkew = false;
-  template <class F>
-  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
-    const float d = f16(w.d);
-    for (int h = 0; h < 2; ++h) {
-      __m256i q[4];
-      kquant::q6_k_half(w, h, q);
-      for (int k = 0; k < 4; ++k) {
-        const int s = 4 * h + k;
-        f(s, scaled_per16(q[k], 32, w.scales[2 * s], w.scales[2 * s + 1]), d, 0.0f);
-      }
-    }
-  }
-};
-
-// Q3_K: value d * scale * (q - 4), q 0..7: two bits as Q2_K's plus a third from hmask.
-struct Q3_K {
-  using Block = BlockQ3_K;
-  static constexpr int64_t kValues = kSuperBlock;
-  static constexpr bool kHasMin = false;
-  static constexpr bool kHasSkew = false;
-  template <class F>
-  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
-    int16_t scales[16];
-    for (int j = 0; j < 16; ++j) scales[j] = static_cast<int16_t>(quant::scale_q3_k(j, w.scales));
-    const float d = f16(w.d);
-    for (int h = 0; h < 2; ++h) {
-      __m256i q[4];
-      kquant::q3_k_half(w, h, q);
-      for (int k = 0; k < 4; ++k) {
-        const int s = 4 * h + k;
-        f(s, scaled_per16(q[k], 4, scales[2 * s], scales[2 * s + 1]), d, 0.0f);
-      }
-    }
-  }
-};
-
-// Q2_K: value d * (scale & 15) * q - dmin * (scale >> 4) per 16 values, q 0..3 in bits 2k..2k+1
-// of qs[32 h + l] for element 128 h + 32 k + l; sub-block 4 h + k takes scales 2s and 2s + 1.
-struct Q2_K {
-  using Block = BlockQ2_K;
-  static constexpr int64_t kValues = kSuperBlock;
-  static constexpr bool kHasMin = true;
-  static constexpr bool kHasSkew = true;
-  template <class F>
-  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
-    const float d = f16(w.d), half_dmin = 0.5f * f16(w.dmin);
-    for (int h = 0; h < 2; ++h) {
-      __m256i q[4];
-      kquant::unpack_2bit_half(w.qs, h, q);
-      for (int k = 0; k < 4; ++k) {
-        const int s = 4 * h + k;
-        const int first = w.scales[2 * s], second = w.scales[2 * s + 1];
-        f(s, scaled_per16(q[k], 0, static_cast<int16_t>(first & 15), static_cast<int16_t>(second & 15)), d,
-          -half_dmin * static_cast<float>((first >> 4) + (second >> 4)));
-      }
-    }
-  }
-  static void skews(const Block& w, float* out) {
-    const float half_dmin = 0.5f * f16(w.dmin);
-    for (int s = 0; s < 8; ++s)
-      out[s] = -half_dmin * static_cast<float>((w.scales[2 * s] >> 4) - (w.scales[2 * s + 1] >> 4));
-  }
-};
-
-// IQ4_XS: value d * (ls - 32) * level, 8 sub-blocks each ordered as an IQ4_NL block.
-struct IQ4_XS {
-  using Block = BlockIQ4_XS;
-  static constexpr int64_t kValues = kSuperBlock;
-  static constexpr bool kHasMin = false;
-  static constexpr bool kHasSkew = false;
-  template <class F>
-  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
-    const float d = f16(w.d);
-    for (int s = 0; s < 8; ++s)
-      f(s, widen_signed(iq4_levels(w.qs + 16 * s)), d * static_cast<float>(quant::scale_iq4_xs(w, s)), 0.0f);
-  }
-};
-
-// IQ4_NL: value d * level.
-struct IQ4_NL {
-  using Block = BlockIQ4_NL;
-  static constexpr int64_t kValues = kQuantBlock;
-  static constexpr bool kHasMin = false;
-  static constexpr bool kHasSkew = false;
-  template <class F>
-  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
-    f(0, widen_signed(iq4_levels(w.qs)), f16(w.d), 0.0f);
-  }
-};
-
-// Q5_0 (value d * (q - 16)) and Q5_1 (value d * q + m), q 0..31: Q4_0's nibbles plus qh's bits.
-template <bool kMin>
-struct Q5 {
-  using Block = std::conditional_t<kMin, BlockQ5_1, BlockQ5_0>;
-  static constexpr int64_t kValues = kQuantBlock;
-  static constexpr bool kHasMin = kMin;
-  static constexpr bool kHasSkew = false;
-  template <class F>
-  [[gnu::always_inline]] static void unpack(const Block& w, F&& f) {
-    const __m256i q = kquant::q5_quants(w);
-    if constexpr (kMin)
-      f(0, UnsignedBytes{q}, f16(w.d), f16(w.m));
-    else
-      f(0, widen_signed(_mm256_sub_epi8(q, _mm256_set1_epi8(16))), f16(w.d), 0.0f);
-  }
-};
-
-// Calls body.template operator()<Kind>() with the Kind of type t and returns true, or returns
-// false where t is not one of these types.
-template <class Body>
-bool with_kind(Type t, Body&& body) {
-  switch (t) {
-    case Type::Q2_K: body.template operator()<Q2_K>(); return true;
-    case Type::Q3_K: body.template operator()<Q3_K>(); return true;
-    case Type::Q4_K: body.template operator()<Q45_K<false>>(); return true;
-    case Type::Q5_K: body.template operator()<Q45_K<true>>(); return true;
-    case Type::Q6_K: body.template operator()<Q6_K>(); return true;
-    case Type::IQ4_XS: body.template operator()<IQ4_XS>(); return true;
-    case Type::IQ4_NL: body.template operator()<IQ4_NL>(); return true;
-    case Type::Q5_0: body.template operator()<Q5<false>>(); return true;
-    case Type::Q5_1: body.template operator()<Q5<true>>(); return true;
-    default: return false;
-  }
-}
-
-// Values per weight block of type t where it is one of these types, else 0.
-inline int64_t block_values(Type t) {
-  int64_t values = 0;
-  with_kind(t, [&]<class Kind>() { values = Kind::kValues; });
-  return values;
+// out[i] = v[i] * scale for 8 bytes v (Q4_K / Q5_K's 8 sub-block scales or mins at once).
+inline void scaled_floats(const uint8_t* v, float scale, float* out) {
+  const __m256 floats = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(v))));
+  _mm256_store_ps(out, _mm256_mul_ps(floats, _mm256_set1_ps(scale)));
 }
 
 }  // namespace ggl::GGL_ISA::unpack16

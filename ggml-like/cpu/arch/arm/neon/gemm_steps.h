@@ -68,6 +68,17 @@ inline void transpose_words(const uint8x16_t* r, int8x16_t* t) {
   t[3] = vreinterpretq_s8_u32(vzip2q_u32(a1, a3));
 }
 
+// The 4 32-bit words of 4 rows (r[i]: row i), transposed: t[u] holds word u of rows 0..3.
+inline void transpose_dwords(const uint32x4_t* r, uint32x4_t* t) {
+  // Rows 0, 1 (and 2, 3) interleaved a word at a time: a0, a2 hold words 0, 1; a1, a3 words 2, 3.
+  const uint64x2_t a0 = vreinterpretq_u64_u32(vzip1q_u32(r[0], r[1])), a1 = vreinterpretq_u64_u32(vzip2q_u32(r[0], r[1]));
+  const uint64x2_t a2 = vreinterpretq_u64_u32(vzip1q_u32(r[2], r[3])), a3 = vreinterpretq_u64_u32(vzip2q_u32(r[2], r[3]));
+  t[0] = vreinterpretq_u32_u64(vzip1q_u64(a0, a2));
+  t[1] = vreinterpretq_u32_u64(vzip2q_u64(a0, a2));
+  t[2] = vreinterpretq_u32_u64(vzip1q_u64(a1, a3));
+  t[3] = vreinterpretq_u32_u64(vzip2q_u64(a1, a3));
+}
+
 inline void store_step(uint8_t* out, int step, int16x8_t v) {
   vst1q_s16(reinterpret_cast<int16_t*>(out + step * 16), v);
 }
@@ -104,6 +115,17 @@ struct Pairs {
       store_step(out, u + 1, vmovl_high_s8(lo));
       store_step(out, u + 8, vmovl_s8(vget_low_s8(hi)));
       store_step(out, u + 9, vmovl_high_s8(hi));
+    }
+  }
+  // The 16 pair vectors of one lane group from 4 rows' 32 int16 weights each (w[r]: row r, 16-byte
+  // aligned), a transpose of 32-bit pairs (the K-quant / IQ4 / Q5 types, unpacked to int16 by
+  // arch/kquant_unpack.h).
+  static void pack_words(const int16_t (*w)[32], uint8_t* out) {
+    for (int quarter = 0; quarter < 4; ++quarter) {  // pairs 4 quarter .. 4 quarter + 3
+      uint32x4_t rows[4], t[4];
+      for (int r = 0; r < 4; ++r) rows[r] = vreinterpretq_u32_s16(vld1q_s16(w[r] + 8 * quarter));
+      transpose_dwords(rows, t);
+      for (int u = 0; u < 4; ++u) store_step(out, 4 * quarter + u, vreinterpretq_s16_u32(t[u]));
     }
   }
   // The 16 pair vectors of one lane group from 4 rows' 32 signed bytes (Q8_0).
@@ -150,15 +172,13 @@ struct Quads {
   static void pack_q4(const uint8_t* const* qs, uint8_t* out) {
     uint8x16_t r[4];
     load_rows(qs, 0, r);
-    const uint32x4_t r0 = vreinterpretq_u32_u8(r[0]), r1 = vreinterpretq_u32_u8(r[1]);
-    const uint32x4_t r2 = vreinterpretq_u32_u8(r[2]), r3 = vreinterpretq_u32_u8(r[3]);
-    // Rows 0, 1 (and 2, 3) interleaved a dword at a time: a0, a2 hold dwords 0, 1; a1, a3 dwords 2, 3.
-    const uint64x2_t a0 = vreinterpretq_u64_u32(vzip1q_u32(r0, r1)), a1 = vreinterpretq_u64_u32(vzip2q_u32(r0, r1));
-    const uint64x2_t a2 = vreinterpretq_u64_u32(vzip1q_u32(r2, r3)), a3 = vreinterpretq_u64_u32(vzip2q_u32(r2, r3));
-    const uint64x2_t t[4] = {vzip1q_u64(a0, a2), vzip2q_u64(a0, a2), vzip1q_u64(a1, a3), vzip2q_u64(a1, a3)};
+    const uint32x4_t rows[4] = {vreinterpretq_u32_u8(r[0]), vreinterpretq_u32_u8(r[1]), vreinterpretq_u32_u8(r[2]),
+                                vreinterpretq_u32_u8(r[3])};
+    uint32x4_t t[4];
+    transpose_dwords(rows, t);
     const uint8x16_t low4 = vdupq_n_u8(0x0F);
     for (int u = 0; u < 4; ++u) {
-      const uint8x16_t quads = vreinterpretq_u8_u64(t[u]);
+      const uint8x16_t quads = vreinterpretq_u8_u32(t[u]);
       vst1q_u8(out + u * 16, vandq_u8(quads, low4));
       vst1q_u8(out + (u + 4) * 16, vshrq_n_u8(quads, 4));
     }
@@ -181,6 +201,9 @@ inline Nibbles q4_nibbles(const uint8_t* qs) {
 struct PairRows {
   struct Weights {
     int16x8_t v[4];  // elements 8i..8i+7
+    void store(int16_t* out) const {
+      for (int i = 0; i < 4; ++i) vst1q_s16(out + 8 * i, v[i]);
+    }
   };
   static constexpr bool kQ8UsesHiOffset = false;
   static Weights q4(const uint8_t* qs) {
