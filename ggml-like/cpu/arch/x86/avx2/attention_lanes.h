@@ -22,13 +22,13 @@ inline constexpr int kRegisters = 16;
 
 // ---- 16-bit integer steps (attention_int16.cpp) ----
 // The integer kernel's speed over the float one (MHA, V2-Lite's 192 / 128 head sizes, 2048 tokens,
-// one Sapphire Rapids core: 457 -> 288 ms avx2, 467 -> 214 ms avx2vnni), scaled by the avx512
-// set's ratio of the figure its prefill-form choice was calibrated with (1.7) to its ratio
-// measured the same way (312 -> 157 ms, 2.0).
+// one core of a quiet Sapphire Rapids VM, two runs: avx2 303 / 298 -> 205 / 217 ms, avx2vnni
+// 315 / 299 -> 166 / 168 ms), scaled by the avx512 set's ratio of the figure its prefill-form choice
+// was calibrated with (1.7) to its ratio measured the same way (211 / 197 -> 103 / 105 ms, 1.95).
 #if defined(__AVXVNNI__)
-inline constexpr double kInt16Speedup = 1.85;
+inline constexpr double kInt16Speedup = 1.6;
 #else
-inline constexpr double kInt16Speedup = 1.35;
+inline constexpr double kInt16Speedup = 1.25;
 #endif
 
 using IVec = xsimd::batch<int32_t, Vec::arch_type>;  // 8 int32 lanes, or 8 pairs of int16
