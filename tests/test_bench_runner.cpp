@@ -2,8 +2,12 @@
 // of a result, and a real run on a fixture.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -111,6 +115,55 @@ TEST(BenchRunner, RunsEveryTestOnAFixture) {
   }
   // The depth is filled once for the d5 group.
   EXPECT_EQ(std::count(status.begin(), status.end(), "filling the cache with 5 tokens (1 threads)"), 1);
+}
+
+// Whole pages inside the output head's data (read in full by every decode step), where a page-out
+// can take them from the mapping.
+struct PageRange {
+  uint8_t* begin = nullptr;
+  size_t bytes = 0;
+};
+PageRange output_head_pages(const latte::Model& model) {
+  const auto& tensors = model.file().tensors();
+  const auto head = std::find_if(tensors.begin(), tensors.end(), [](const auto& t) { return t.name == "output.weight"; });
+  if (head == tensors.end()) return {};
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto start = reinterpret_cast<uintptr_t>(head->data);
+  const uintptr_t first = (start + page - 1) / page * page, last = (start + head->nbytes) / page * page;
+  if (last <= first) return {};
+  return {reinterpret_cast<uint8_t*>(first), last - first};
+}
+bool any_page_resident(const PageRange& r) {
+  std::vector<unsigned char> in(r.bytes / static_cast<size_t>(sysconf(_SC_PAGESIZE)));
+  if (mincore(r.begin, r.bytes, in.data()) != 0) return true;
+  return std::any_of(in.begin(), in.end(), [](unsigned char c) { return (c & 1) != 0; });
+}
+
+// Weights paged out between the warm-up and a timed run come back from disk during it: the
+// result counts those page faults (cmd_bench then warns that the figure includes disk reads).
+TEST(BenchRunner, CountsPageFaultsThatReadFromDisk) {
+  LATTE_REQUIRE_SHARED("fixtures/ds2-v2-tiny-q8_0.gguf");
+  const latte::Model model((latte::testing::shared_dir() / "fixtures/ds2-v2-tiny-q8_0.gguf").string());
+  const PageRange pages = output_head_pages(model);
+  ASSERT_GT(pages.bytes, 0u);
+  BenchOptions o;
+  o.n_prompt = {0};
+  o.n_gen = {2};
+  o.threads = {1};
+  o.repetitions = 1;
+  bool paged_out = false;
+  std::vector<BenchResult> results;
+  latte::bench::run_bench(
+      model, o, [&](const BenchResult& r) { results.push_back(r); },
+      [&](const std::string& s) {
+        if (s.find("run 1/") == std::string::npos) return;
+        // MADV_PAGEOUT (Linux 5.4): reclaim these pages now; the next access reads the file.
+        paged_out = madvise(pages.begin, pages.bytes, MADV_PAGEOUT) == 0 && !any_page_resident(pages);
+      });
+  ASSERT_EQ(results.size(), 1u);
+  if (!paged_out) GTEST_SKIP() << "the kernel kept the weight pages resident (no MADV_PAGEOUT, or the file is on tmpfs)";
+  EXPECT_GT(results[0].major_faults, 0);
+  EXPECT_NE(latte::bench::disk_reads_warning(results[0]).find("page faults read from disk"), std::string::npos);
 }
 
 TEST(BenchReport, SizesAndParamsAsLlamaBenchPrintsThem) {

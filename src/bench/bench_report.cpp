@@ -77,6 +77,13 @@ double Roofline::bytes_per_token(const BenchTest& t) const {
 
 double Roofline::bound_ts(const BenchTest& t) const { return bandwidth.gb_per_s * 1e9 / bytes_per_token(t); }
 
+std::string disk_reads_warning(const BenchResult& r) {
+  return fmt::format(
+      "{}: {} page faults read from disk during the timed runs: not all the weights stayed in memory (memory "
+      "pressure, or a reclaim daemon paging out the mapped file), so this speed includes disk reads",
+      r.test.name(), r.major_faults);
+}
+
 std::string roofline_summary(const Roofline& r, int64_t n_expert_used, int64_t n_expert, std::string_view cache_type) {
   const DecodeTraffic& w = r.weights;
   const double bound = r.bandwidth.gb_per_s * 1e9 / static_cast<double>(w.total());
@@ -161,6 +168,7 @@ nlohmann::json result_json(const ModelSummary& model, const RunInfo& run, const 
       {"cpu_info", run.cpu_info},
       {"backends", r.backend},
       {"crossing_bytes_per_token", r.crossing_bytes_per_token},
+      {"major_page_faults", r.major_faults},
       {"cpu_kernels", ggl::cpu_kernels().isa},
       {"model_filename", model.filename},
       {"model_name", model.name},

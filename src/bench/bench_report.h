@@ -45,6 +45,9 @@ struct Roofline {
 // The lines printed above the table: bandwidth, bytes per token and the bound.
 std::string roofline_summary(const Roofline& r, int64_t n_expert_used, int64_t n_expert, std::string_view cache_type);
 
+// The warning for a result whose timed runs read pages from disk (BenchResult::major_faults > 0).
+std::string disk_reads_warning(const BenchResult& r);
+
 // "8.29 GiB" (MiB below 1 GiB), "15.71 B" (M below 1e9).
 std::string format_size(uint64_t bytes);
 std::string format_params(int64_t n);

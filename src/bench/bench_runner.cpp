@@ -8,6 +8,8 @@
 #include <numeric>
 #include <random>
 
+#include <sys/resource.h>
+
 #include "ggml-like/cpu/cpu_backend.h"
 #include "ggml-like/core/error.h"
 
@@ -15,6 +17,13 @@ namespace latte::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The process's page faults so far that had to read from disk.
+int64_t major_page_faults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_majflt;
+}
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -147,7 +156,9 @@ void run_bench(const Model& model, const BenchOptions& options,
       }
       for (int rep = 0; rep < options.repetitions; ++rep) {
         status(fmt::format("{}: run {}/{}", t.name(), rep + 1, options.repetitions));
+        const int64_t faults = major_page_faults();
         r.seconds.push_back(run_once(session, t, tokens));
+        r.major_faults += major_page_faults() - faults;
       }
       if (session.device()) {
         r.backend = fmt::format("{}+CPU ngl {}", session.device()->name(), placement ? placement->ngl : "");

@@ -126,6 +126,7 @@ int cmd_bench(int argc, char** argv) {
         [&](const bench::BenchResult& r) {
           clear_status();
           print(table.row(r, roof ? &*roof : nullptr));
+          if (r.major_faults > 0) warning(app.get_name(), bench::disk_reads_warning(r));
           if (r.crossing_bytes_per_token > 0)
             note(app.get_name(), fmt::format("{} on {}: {:.0f} bytes of activations per token cross between the backends",
                                              r.test.name(), r.backend, r.crossing_bytes_per_token));
