@@ -119,8 +119,8 @@ TEST(BenchRunner, RunsEveryTestOnAFixture) {
   EXPECT_EQ(std::count(status.begin(), status.end(), "filling the cache with 5 tokens (1 threads)"), 1);
 }
 
-// Whole pages inside the output head's data (read in full by every decode step), where a page-out
-// can take them from the mapping.
+// Whole pages inside the output head's data (read in full by every decode step): the test checks
+// they left memory before the timed run that must read them back.
 struct PageRange {
   uint8_t* begin = nullptr;
   size_t bytes = 0;
