@@ -5,8 +5,8 @@
 # cross compiler, and the arm64 libraries as multiarch packages (dpkg --add-architecture arm64),
 # which qemu-aarch64 (qemu-user) runs the tests with.
 set -euo pipefail
-packages=(cmake g++ make pkg-config qemu-user libomp-dev libopenblas-dev libxsimd-dev xtl-dev nlohmann-json3-dev
-          libcli11-dev libfmt-dev libpcre2-dev libedit-dev libgtest-dev libgmock-dev libbenchmark-dev)
+packages=(cmake g++ make pkg-config qemu-user libomp-dev libxsimd-dev xtl-dev nlohmann-json3-dev
+          libcli11-dev libfmt-dev libpcre2-dev libedit-dev libgtest-dev libgmock-dev)
 aarch64=0
 cuda=0
 case "${1:-}" in
@@ -14,9 +14,8 @@ case "${1:-}" in
   --aarch64)
     aarch64=1
     # Header-only arch:all packages (xtl, nlohmann-json, CLI11) serve both architectures.
-    packages+=(g++-aarch64-linux-gnu libc6:arm64 libstdc++6:arm64 libgomp1:arm64 libopenblas-dev:arm64
-               libxsimd-dev:arm64 libfmt-dev:arm64 libpcre2-dev:arm64 libedit-dev:arm64 libgtest-dev:arm64
-               libgmock-dev:arm64) ;;
+    packages+=(g++-aarch64-linux-gnu libc6:arm64 libstdc++6:arm64 libgomp1:arm64 libxsimd-dev:arm64 libfmt-dev:arm64
+               libpcre2-dev:arm64 libedit-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64) ;;
   --cuda) cuda=1 ;;
   *) echo "install-deps.sh: unknown option '$1' (the options are --aarch64 and --cuda)" >&2; exit 2 ;;
 esac
