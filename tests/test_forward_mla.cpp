@@ -120,6 +120,9 @@ TEST(MlaPath, AutoAbsorbsDecodeAndExpandsFreshPrefill) {
   EXPECT_EQ(latte::choose_mla_path(hp, 128, 4096, MlaMode::kAuto, {0.6, 1.7}), MlaMode::kAbsorb);
   EXPECT_EQ(latte::choose_mla_path(hp, 256, 4096, MlaMode::kAuto, {0.6, 1.7}), MlaMode::kNaive);
   EXPECT_EQ(latte::choose_mla_path(hp, 256, 4096, MlaMode::kAuto, {0.6, 1.0}), MlaMode::kAbsorb);
+  // The absorbed form's own integer attention (AVX-512 with 32 or more heads, ~1.4x) moves it back.
+  EXPECT_EQ(latte::choose_mla_path(hp, 256, 4096, MlaMode::kAuto, {0.6, 1.7, 1.4}), MlaMode::kAbsorb);
+  EXPECT_EQ(latte::choose_mla_path(hp, 384, 4096, MlaMode::kAuto, {0.6, 1.7, 1.4}), MlaMode::kNaive);
   EXPECT_EQ(latte::mla_speeds(model, ggl::CpuBackend(1)).latent_gemm, 0.3);  // F32 weights: float path
   EXPECT_EQ(latte::choose_mla_path(hp, 512, 0, MlaMode::kAbsorb), MlaMode::kAbsorb);
   EXPECT_EQ(latte::choose_mla_path(hp, 1, 10, MlaMode::kNaive), MlaMode::kNaive);

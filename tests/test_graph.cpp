@@ -383,10 +383,11 @@ std::vector<float> naive_attention(const std::vector<float>& q, const std::vecto
   return out;
 }
 
-// MHA prefill with float32 K and V runs on 16-bit integers where it can (attention_int16.h): its
-// rounding (~6e-5 of each 32-element block's largest value, ~2e-4 of the outputs here) against a
-// misplaced key, lane or pair, which is off by 0.1 or more. Everything else is float32.
-float attention_tolerance(const Tensor& out) { return ggl::mha_int16_applies(out) ? 3e-3f : 2e-5f; }
+// MHA prefill with float32 K and V, and groups of 16 or more heads, run on 16-bit integers where
+// they can (attention_int16.h): their rounding (~6e-5 of each 32-element block's largest value,
+// ~2e-4 of the outputs here) against a misplaced key, lane or pair, which is off by 0.1 or more.
+// Everything else is float32.
+float attention_tolerance(const Tensor& out) { return ggl::attention_int16_applies(out) ? 3e-3f : 2e-5f; }
 
 struct AttnCase {
   int64_t H, Hkv, T, Nkv;
@@ -441,7 +442,12 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttn,
                                            // vectors), 37 from position 0 (a pass of 32 and one
                                            // of 5). F16 K/V keep them on the float kernel.
                                            AttnCase{2, 2, 20, 45, Type::F16, 2},
-                                           AttnCase{3, 3, 37, 37, Type::F16, 3}));
+                                           AttnCase{3, 3, 37, 37, Type::F16, 3},
+                                           // GQA groups of 32 (the AVX-512 set's integer kernel):
+                                           // separate K and V rows, Q8_0 and F16, a pass per
+                                           // token and KV head; one token, keys split.
+                                           AttnCase{64, 2, 3, 45, Type::Q8_0, 2},
+                                           AttnCase{32, 1, 1, 61, Type::F16, 2}));
 
 // The integer MHA kernel in its real shapes (DeepSeek's 192 / 128 head sizes): two passes of
 // tokens (the second partial), an odd number of keys (a padded key pair), several key blocks and
@@ -461,11 +467,11 @@ TEST(Graph, FlashAttnMhaPrefillOnIntegersMatchesNaiveAttention) {
       Graph g;
       Tensor* out = g.flash_attn(f32_tensor(g, q, {Dk, H, T}, "q"), f32_tensor(g, k, {Dk, H, N}, "k"),
                                  f32_tensor(g, v, {Dv, H, N}, "v"), g.input_i32(pos, "pos"), 0.1f);
-      if (int_paths && !ggl::mha_int16_applies(*out)) {
+      if (int_paths && !ggl::attention_int16_applies(*out)) {
         std::printf("[note] kernel set %s has no integer MHA kernel: only its float kernel is checked\n", set.isa);
         continue;
       }
-      EXPECT_EQ(ggl::mha_int16_applies(*out), int_paths);
+      EXPECT_EQ(ggl::attention_int16_applies(*out), int_paths);
       run(g, out, 2);
       SCOPED_TRACE(int_paths ? "integer kernel" : "float kernel");
       expect_near_all(result(out), want, attention_tolerance(*out));
@@ -477,6 +483,7 @@ TEST(Graph, FlashAttnMhaPrefillOnIntegersMatchesNaiveAttention) {
 struct AbsorbedCase {
   int64_t L, R, H, T, N;
   int threads;
+  Type cache_type = Type::F32;
 };
 
 class AbsorbedAttention : public ::testing::TestWithParam<AbsorbedCase> {};
@@ -488,18 +495,37 @@ TEST_P(AbsorbedAttention, ReadsValuesInsideKeys) {
   std::vector<int32_t> pos(c.T);
   for (int64_t t = 0; t < c.T; ++t) pos[t] = static_cast<int32_t>(c.N - c.T + t);
   const float scale = 1.0f / std::sqrt(static_cast<float>(Dk));
+  // The cache in its type; the reference uses the stored (rounded) rows.
+  const size_t row = ggl::row_bytes(c.cache_type, Dk), elem = ggl::traits(c.cache_type).block_bytes;
+  Weights stored;
+  stored.bytes.resize(row * c.N);
+  for (int64_t j = 0; j < c.N; ++j) {
+    ggl::quantize_row(c.cache_type, rows.data() + j * Dk, stored.bytes.data() + j * row, Dk);
+    ggl::dequantize_row(c.cache_type, stored.bytes.data() + j * row, rows.data() + j * Dk, Dk);
+  }
   Graph g;
-  const size_t row = static_cast<size_t>(Dk) * sizeof(float);
-  Tensor* cache = f32_tensor(g, rows, {Dk, c.N}, "cache");
-  Tensor* k = g.view(cache, {Dk, 1, c.N, 1}, {4, row, row, row * c.N}, 0);
-  Tensor* v = g.view(cache, {c.L, 1, c.N, 1}, {4, row, row, row * c.N}, 0);
+  Tensor* cache = g.external(c.cache_type, std::vector<int64_t>{Dk, c.N}, stored.bytes.data(), "cache");
+  Tensor* k = g.view(cache, {Dk, 1, c.N, 1}, {elem, row, row, row * c.N}, 0);
+  Tensor* v = g.view(cache, {c.L, 1, c.N, 1}, {elem, row, row, row * c.N}, 0);
   Tensor* out = g.flash_attn(f32_tensor(g, q, {Dk, c.H, c.T}, "q"), k, v, g.input_i32(pos, "pos"), scale);
   std::vector<float> vv;
   for (int64_t j = 0; j < c.N; ++j) vv.insert(vv.end(), rows.begin() + j * Dk, rows.begin() + j * Dk + c.L);
   const std::vector<float> want = naive_attention(q, rows, vv, pos, Dk, c.L, c.H, 1, c.T, c.N, scale);
-  latte::testing::for_each_kernel_set([&](const ggl::CpuKernels&) {
-    run(g, out, c.threads);
-    expect_near_all(result(out), want, 2e-5f);
+  // With 16 or more heads, the integer kernel where the set has it, and the float one with integer
+  // paths off.
+  latte::testing::for_each_kernel_set([&](const ggl::CpuKernels& set) {
+    for (bool int_paths : {true, false}) {
+      const IntGemmSwitch path(int_paths);
+      if (int_paths && !ggl::attention_int16_applies(*out)) {
+        std::printf("[note] kernel set %s takes the float kernel for %lld heads\n", set.isa,
+                    static_cast<long long>(c.H));
+        continue;
+      }
+      SCOPED_TRACE(int_paths ? "integer kernel" : "float kernel");
+      EXPECT_EQ(ggl::attention_int16_applies(*out), int_paths);
+      run(g, out, c.threads);
+      expect_near_all(result(out), want, attention_tolerance(*out));
+    }
   });
 }
 
@@ -510,7 +536,17 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AbsorbedAttention,
                                            // threads; and a causal prefill over a cached prefix.
                                            AbsorbedCase{512, 64, 16, 1, 77, 2},
                                            AbsorbedCase{512, 64, 128, 1, 40, 2},
-                                           AbsorbedCase{512, 64, 16, 5, 70, 2}));
+                                           AbsorbedCase{512, 64, 16, 5, 70, 2},
+                                           // The cache types, with heads enough for the AVX-512
+                                           // set's integer kernel: 40 (a full pass of 32 and a
+                                           // partial one), keys split across 3 threads, an odd
+                                           // depth (a half key pair), the Q8_0 rows read as they
+                                           // are stored; and a prefill of 3 tokens (a pass per
+                                           // token and chunk, causal) over an F16 cache.
+                                           AbsorbedCase{512, 64, 40, 1, 77, 3, Type::Q8_0},
+                                           AbsorbedCase{512, 64, 32, 1, 33, 2, Type::F16},
+                                           AbsorbedCase{512, 64, 64, 3, 70, 2, Type::F16},
+                                           AbsorbedCase{512, 64, 32, 2, 45, 2, Type::BF16}));
 
 TEST(Graph, ArenaReusesDeadResults) {
   // A chain x -> f1 -> f2 -> ... : only two results are ever alive at once.

@@ -1,7 +1,8 @@
-// MHA prefill attention on 16-bit integers (simd/attention_int16.cpp): the flash_attn op of a batch
-// of tokens with one query head per KV head (MLA's naive form, Llama MHA) and float32 K and V, where
-// the kernel set has it and integer paths are enabled (int_gemm.h). Everything else takes the
-// float32 kernels of simd/op_attention.cpp.
+// Attention on 16-bit integers (simd/attention_int16.cpp), where the kernel set has it and integer
+// paths are enabled (int_gemm.h): the flash_attn op of a batch of tokens with one query head per KV
+// head and float32 K and V (MHA prefill: MLA's naive form, Llama MHA), and of queries with 16 or
+// more heads per KV head and a cache type K and V (MLA's absorbed decode and prefill, large GQA
+// groups). Everything else takes the float32 kernels of simd/op_attention.cpp.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +15,6 @@ namespace ggl {
 // its instruction set, and the integer-path switch of int_gemm.h), and whether a flash_attn node
 // does. (The kernel itself runs inside the flash_attn op.)
 bool mha_int16_takes(int64_t Dk, int64_t Dv);
-bool mha_int16_applies(const Tensor& dst);
+bool attention_int16_applies(const Tensor& dst);
 
 }  // namespace ggl

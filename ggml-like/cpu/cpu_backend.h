@@ -25,7 +25,7 @@ class CpuBackend final : public Backend {
   bool supports_op(const Tensor& node) const override { return true; }
   void compute(Graph& graph) override;
   double matmul_speed(Type w, int64_t k) const override;
-  double attention_speed(int64_t dk, int64_t dv) const override;
+  double attention_speed(int64_t dk, int64_t dv, int64_t heads_per_kv = 1) const override;
 
   int n_threads() const { return n_threads_; }
   int last_threads() const { return last_threads_; }       // threads the last graph ran on

@@ -151,6 +151,7 @@ std::string describe_cpu_kernels(const CpuKernels& k) {
   if (k.int8->supports(Type::Q4_0, kQuantBlock)) add("8-bit integer GEMMs");
   if (k.int8_k->supports(Type::Q4_K, kSuperBlock)) add("K-quant integer rows");
   if (k.mha_int16_takes(128, 128)) add("integer MHA attention");
+  if (k.grouped_int16_takes(576, 512, 128)) add("integer MLA attention");
   return std::string(k.isa) + " kernels: " + (paths.empty() ? "float32 paths only" : paths);
 }
 
@@ -175,7 +176,7 @@ void cpu_run_node(const Tensor& node, const CpuThread& th) { cpu_kernels().run_n
 
 bool mha_int16_takes(int64_t Dk, int64_t Dv) { return cpu_kernels().mha_int16_takes(Dk, Dv); }
 
-bool mha_int16_applies(const Tensor& dst) { return cpu_kernels().mha_int16_applies(dst); }
+bool attention_int16_applies(const Tensor& dst) { return cpu_kernels().attention_int16_applies(dst); }
 
 const IntGemm& int16_gemm() { return *cpu_kernels().int16; }
 

@@ -28,12 +28,17 @@ struct CpuKernels {
   // Every op: scratch bytes of a node, and running it (cpu_kernels.h).
   size_t (*node_work_bytes)(const Tensor& node, int n_threads);
   void (*run_node)(const Tensor& node, const CpuThread& th);
-  // Whether MHA prefill attention takes 16-bit integers (attention_int16.h).
+  // Whether MHA prefill attention takes 16-bit integers, and whether a flash_attn node does (MHA
+  // prefill or grouped heads; attention_int16.h).
   bool (*mha_int16_takes)(int64_t Dk, int64_t Dv);
-  bool (*mha_int16_applies)(const Tensor& dst);
+  bool (*attention_int16_applies)(const Tensor& dst);
   // How many times faster than the set's float32 MHA kernel the integer one runs (measured; 0
   // where the set has none): the MLA prefill-form choice weighs the naive form's attention by it.
   double mha_int16_speedup;
+  // The same for grouped heads (MLA's absorbed attention): whether that many heads per KV head of
+  // these sizes take the integer kernel, and its measured speed over the float one there.
+  bool (*grouped_int16_takes)(int64_t Dk, int64_t Dv, int64_t heads);
+  double grouped_int16_speedup;
   // The integer GEMMs (int_gemm.h); a set without them has ones that support nothing.
   const IntGemm* int16;
   const IntGemm* int8;

@@ -75,9 +75,10 @@ class Backend {
   // Multiply-adds per second of two kernel forms relative to this backend's float32 attention
   // kernel (1: as fast), for choosing between equivalent graphs (MLA's absorbed and naive forms):
   // matrix products with weights of type w and rows of k elements, and multi-head attention with
-  // key/value head sizes dk/dv.
+  // key/value head sizes dk/dv and heads_per_kv query heads on each KV head (MLA's absorbed form: all
+  // heads on one latent cache).
   virtual double matmul_speed(Type w, int64_t k) const { return 1.0; }
-  virtual double attention_speed(int64_t dk, int64_t dv) const { return 1.0; }
+  virtual double attention_speed(int64_t dk, int64_t dv, int64_t heads_per_kv = 1) const { return 1.0; }
 
  protected:
   // The raw allocation behind allocate() / BackendBuffer (host memory by default).

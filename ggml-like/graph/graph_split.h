@@ -72,7 +72,9 @@ class Scheduler final : public Backend {
   void synchronize() override;
   // The speeds of the preferred backend, which runs the attention when it holds it.
   double matmul_speed(Type w, int64_t k) const override { return raw_.front()->matmul_speed(w, k); }
-  double attention_speed(int64_t dk, int64_t dv) const override { return raw_.front()->attention_speed(dk, dv); }
+  double attention_speed(int64_t dk, int64_t dv, int64_t heads_per_kv = 1) const override {
+    return raw_.front()->attention_speed(dk, dv, heads_per_kv);
+  }
 
   std::span<Backend* const> backends() const { return raw_; }
   // The split of the last graph computed.

@@ -29,14 +29,14 @@ MlaMode choose_mla_path(const Hparams& hp, int64_t n_tokens, int64_t n_past, Mla
   if (n_tokens <= 1) return MlaMode::kAbsorb;
   // Time per head of the two paths in multiply-adds of the float32 attention kernels (the
   // projections both share are left out): the up-projections of queries/outputs (absorb) or of
-  // every visible latent (naive) count 1 / speeds.latent_gemm each, the naive form's attention
-  // 1 / speeds.naive_attention. Queries see on average n_past + n_tokens / 2 keys.
+  // every visible latent (naive) count 1 / speeds.latent_gemm each, the attention 1 /
+  // speeds.naive_attention or 1 / speeds.absorbed_attention. Queries see on average n_past + n_tokens / 2 keys.
   const MlaConfig& m = hp.mla;
   const double T = static_cast<double>(n_tokens), N = static_cast<double>(n_past + n_tokens);
   const double keys = (static_cast<double>(n_past) + T / 2) * T;
   const double L = static_cast<double>(m.kv_lora_rank), R = static_cast<double>(m.qk_rope);
   const double nope = static_cast<double>(m.qk_nope), v = static_cast<double>(m.v_head_dim);
-  const double absorb = T * L * (nope + v) / speeds.latent_gemm + keys * (L + R + L);
+  const double absorb = T * L * (nope + v) / speeds.latent_gemm + keys * (L + R + L) / speeds.absorbed_attention;
   const double naive = N * L * (nope + v) / speeds.latent_gemm + keys * (nope + R + v) / speeds.naive_attention;
   return naive < absorb ? MlaMode::kNaive : MlaMode::kAbsorb;
 }
@@ -51,6 +51,7 @@ MlaSpeeds mla_speeds(const Model& model, const ggl::Backend& backend) {
   // The backend knows its kernels (the CPU's integer GEMM and 16-bit attention, fitted there).
   speeds.latent_gemm = backend.matmul_speed(w ? w->type : ggl::Type::F32, m.kv_lora_rank);
   speeds.naive_attention = backend.attention_speed(m.qk_nope + m.qk_rope, m.v_head_dim);
+  speeds.absorbed_attention = backend.attention_speed(m.kv_lora_rank + m.qk_rope, m.kv_lora_rank, hp.n_head);
   return speeds;
 }
 

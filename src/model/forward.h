@@ -26,11 +26,13 @@ std::optional<MlaMode> parse_mla_mode(std::string_view s);
 
 // How many times more multiply-adds per second than the float32 attention kernels two parts of
 // the MLA forms run at: the latent up-projections (matrix products with attn_kv_b or
-// attn_k_b/attn_v_b; more than 1 where they take the integer GEMM) and the naive form's per-head
-// attention (more than 1 where it runs on 16-bit integers).
+// attn_k_b/attn_v_b; more than 1 where they take the integer GEMM) and each form's attention (the
+// naive form's per-head MHA, the absorbed form's heads on one latent cache; more than 1 where they
+// run on 16-bit integers).
 struct MlaSpeeds {
   double latent_gemm = 1.0;
   double naive_attention = 1.0;
+  double absorbed_attention = 1.0;
 };
 
 // The path a batch takes (kAbsorb or kNaive) for this request.

@@ -1,27 +1,40 @@
-// MHA prefill attention on 16-bit integers. Like the float32 kernel for this case
-// (op_attention.cpp), a pass serves consecutive tokens of one head, one per lane of two vectors (32
-// tokens with AVX-512, 16 with AVX2), each masked causally, with an online softmax over blocks of 32
-// keys; but both products run on pairs of 16-bit integers (VPDPWSSD, or VPMADDWD + VPADDD without
-// VNNI), twice the multiply-adds per instruction of a float32 FMA, and K and V are read as 16-bit
-// integers, half the bytes:
+// Attention on 16-bit integers, for the two shapes in which many queries share every key row read:
+//   MHA prefill (one query head per KV head: MLA's naive form, Llama MHA) with float32 K and V: a
+//     pass serves consecutive tokens of one head, one per lane (32 with AVX-512, 16 with AVX2), each
+//     masked causally. A head's K and V are read by all its passes, so they are converted once per
+//     op into the shared work area.
+//   grouped heads (MLA's absorbed attention: 16 to 128 heads on one latent cache; GQA groups as
+//     large) with K and V of a cache type: a pass serves up to 32 (AVX-512) heads of one token, one
+//     per lane. Each key row is read by one pass, so it is converted block by block inside the pass
+//     (the block stays in L1/L2 instead of a cache-sized copy going out to memory and back); a
+//     decode step with fewer passes than threads splits the keys and merges the partial states.
+//     The conversion is paid per pass, so a set takes this from a number of heads on that its
+//     measurements chose (kGroupedInt16MinHeads in its attention_lanes.h; the AVX2 sets never:
+//     without VNNI the integer product step saves no instructions).
+// Both products run on pairs of 16-bit integers (VPDPWSSD, or VPMADDWD + VPADDD without VNNI),
+// twice the multiply-adds per instruction of a float32 FMA, with an online softmax over blocks of
+// 32 keys:
 //   scores: the queries (times the softmax scale) and the K rows are rounded to 14-bit integers
 //           per block of 32 elements with a float scale each; a block's 32 products fit an int32
 //           (32 * 8191^2 < 2^31) and are scaled into the float score once per block;
 //   values: each V row is rounded to 14 bits with one scale, which folds into the probabilities:
 //           p * scale of a block of keys is rounded to 14 bits per lane, so each output element
-//           of a block is one integer sum scaled once.
-// The rounding is ~6e-5 of each block's largest value, finer than fp16's 2^-11 per element.
-// K and V are converted once per op into the shared work area (all heads, all keys), with V
-// interleaved by pairs of keys (the pair one product step multiplies), then the passes are dealt
-// round-robin as in the float kernel. Only those steps are per instruction set (the kernel set's
-// attention_lanes.h under cpu/arch/, GGL_ATTN_INT16 where it has them); the float side is xsimd.
+//           of a block is one integer sum scaled once. V is interleaved by pairs of keys (the pair
+//           one product step multiplies).
+// The rounding is ~6e-5 of each block's largest value, finer than fp16's 2^-11 per element. Only
+// the integer steps are per instruction set (the kernel set's attention_lanes.h under cpu/arch/,
+// GGL_ATTN_INT16 where it has them); the float side is xsimd.
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
+#include "ggml-like/core/fp16.h"
 #include "ggml-like/cpu/int_gemm.h"
+#include "ggml-like/cpu/simd/attention_merge.h"
 #include "ggml-like/cpu/simd/attention_wide.h"
+#include "ggml-like/quant/legacy.h"
 
 #include "ggml-like/cpu/simd/simd_kernels.h"
 
@@ -52,290 +65,487 @@ inline IVec broadcast_pair(const int16_t* p) {
   std::memcpy(&pair, p, sizeof pair);
   return IVec(pair);
 }
-constexpr int kVecs = 2;                  // lane vectors per pass
-constexpr int64_t kWidth = kVecs * kLanes;  // tokens per pass
-constexpr int64_t kBlock = 32;            // elements per scale block, and keys per key block
-constexpr float kLevels = 8191.0f;        // 14-bit values: 32 products of two fit an int32
-constexpr int kKeyGroup = 4;              // keys whose scores are accumulated together (named below)
-constexpr int kValueGroup = 4;            // output elements accumulated together (named below)
-constexpr int64_t kMinTokens = 4;         // fewer tokens take the float kernels
-constexpr int64_t kMaxHead = 1024;        // head sizes beyond this take the float kernels
+constexpr int kMaxVecs = 2;                     // lane vectors per pass, at most
+constexpr int64_t kMaxWidth = kMaxVecs * kLanes;  // queries per pass, at most
+constexpr int64_t kBlock = 32;                  // elements per scale block, and keys per key block
+constexpr float kLevels = 8191.0f;              // 14-bit values: 32 products of two fit an int32
+// Integer accumulators of the score and value loops: keys (or output elements) times lane vectors;
+// with the lane vectors and a broadcast they fit AVX2's 16 registers.
+constexpr int kAccumulators = 8;
+constexpr int64_t kMinTokens = 4;   // MHA batches with fewer tokens take the float kernels
+constexpr int64_t kMaxHead = 1024;  // head sizes beyond this take the float kernels
+
+// Calls f(std::integral_constant<int, i>) for i in [0, N): the indices are constants before the
+// compiler's scalar replacement runs, so arrays of accumulators indexed by them stay in registers
+// (with loop indices, unrolled later, GCC keeps such an array in memory around the asm steps).
+template <int N, class F>
+inline void each(F&& f) {
+  [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }(
+      std::make_integer_sequence<int, N>{});
+}
 
 struct Dims {
-  int64_t Dk, Dv, H, T, N, pairs;  // pairs: key pairs, (N + 1) / 2
+  int64_t Dk, Dv, H, Hkv, G, T, N, pairs;  // pairs: key pairs, (N + 1) / 2
 };
 
 Dims dims_of(const Tensor& dst) {
   const Tensor& q = *dst.src[0];
   const Tensor& k = *dst.src[1];
-  return {q.ne[0], dst.src[2]->ne[0], q.ne[1], q.ne[2], k.ne[2], (k.ne[2] + 1) / 2};
+  return {q.ne[0], dst.src[2]->ne[0], q.ne[1], k.ne[1], q.ne[1] / k.ne[1], q.ne[2], k.ne[2], (k.ne[2] + 1) / 2};
 }
 
 constexpr size_t align64(size_t b) { return (b + 63) / 64 * 64; }
 
-// Shared work: K as int16 [H][N][Dk] with block scales [H][N][Dk / 32]; V as int16 pairs
-// [H][pairs][Dv][2] (element e of keys 2i, 2i + 1 side by side) with row scales [H][2 * pairs];
-// then per thread the pass buffers.
-struct Layout {
-  size_t kq, ks, vq, vs, pass, per_thread;
-  size_t qt, qs, acc, sc, pp;  // offsets inside a pass buffer
-};
-
-Layout layout_of(const Dims& d) {
-  Layout l;
-  l.kq = 0;
-  l.ks = l.kq + align64(d.H * d.N * d.Dk * sizeof(int16_t));
-  l.vq = l.ks + align64(d.H * d.N * (d.Dk / kBlock) * sizeof(float));
-  l.vs = l.vq + align64(d.H * d.pairs * d.Dv * 2 * sizeof(int16_t));
-  l.pass = l.vs + align64(d.H * d.pairs * 2 * sizeof(float));
-  l.qt = 0;                                                              // [Dk / 2][kWidth] int16 pairs
-  l.qs = l.qt + align64(d.Dk / 2 * kWidth * sizeof(int32_t));            // [Dk / 32][kWidth] scales
-  l.acc = l.qs + align64(d.Dk / kBlock * kWidth * sizeof(float));        // [Dv][kWidth]
-  l.sc = l.acc + align64(d.Dv * kWidth * sizeof(float));                 // [kBlock][kWidth]
-  l.pp = l.sc + align64(kBlock * kWidth * sizeof(float));                // [kBlock / 2][kWidth] int16 pairs
-  l.per_thread = l.pp + align64(kBlock / 2 * kWidth * sizeof(int32_t));
-  return l;
+int64_t visible_keys(const Tensor& dst, const Dims& d, int64_t t) {
+  const int32_t pos = reinterpret_cast<const int32_t*>(dst.src[3]->data)[t];
+  return std::clamp<int64_t>(static_cast<int64_t>(pos) + 1, 0, d.N);
 }
 
-// x[0, n) rounded to 14-bit integers against their largest magnitude (n a multiple of kLanes):
+// K and V of a run of keys as 16-bit integers, the run's first key (an even one) at index 0.
+struct KvInt16 {
+  int16_t* kq;  // [keys][Dk], rounded per block of 32
+  float* ks;    // [keys][Dk / 32] steps
+  int16_t* vq;  // [key pairs][Dv][2]: element e of keys 2i and 2i + 1 side by side
+  float* vs;    // [keys] steps, one per V row
+
+  // The same arrays from key pair i on.
+  KvInt16 from_pair(const Dims& d, int64_t i) const {
+    return {kq + 2 * i * d.Dk, ks + 2 * i * (d.Dk / kBlock), vq + i * d.Dv * 2, vs + 2 * i};
+  }
+  static size_t bytes(const Dims& d, int64_t pairs) {
+    return align64(2 * pairs * d.Dk * sizeof(int16_t)) + align64(2 * pairs * (d.Dk / kBlock) * sizeof(float)) +
+           align64(pairs * d.Dv * 2 * sizeof(int16_t)) + align64(2 * pairs * sizeof(float));
+  }
+  static KvInt16 at(uint8_t* p, const Dims& d, int64_t pairs) {
+    KvInt16 kv;
+    kv.kq = reinterpret_cast<int16_t*>(p);
+    p += align64(2 * pairs * d.Dk * sizeof(int16_t));
+    kv.ks = reinterpret_cast<float*>(p);
+    p += align64(2 * pairs * (d.Dk / kBlock) * sizeof(float));
+    kv.vq = reinterpret_cast<int16_t*>(p);
+    p += align64(pairs * d.Dv * 2 * sizeof(int16_t));
+    kv.vs = reinterpret_cast<float*>(p);
+    return kv;
+  }
+};
+
+// A pass's per-thread buffers: the queries rounded per block and transposed, [Dk / 2][W] int16
+// pairs, with their steps [Dk / 32][W]; the accumulators [Dv][W]; a key block's scores [kBlock][W]
+// and its rounded probabilities [kBlock / 2][W] int16 pairs (W: the pass's lanes).
+struct PassBuffers {
+  int32_t* qt;
+  float* qs;
+  float* acc;
+  float* sc;
+  int32_t* pp;
+
+  static size_t bytes(const Dims& d) {
+    return align64(d.Dk / 2 * kMaxWidth * sizeof(int32_t)) + align64(d.Dk / kBlock * kMaxWidth * sizeof(float)) +
+           align64(d.Dv * kMaxWidth * sizeof(float)) + align64(kBlock * kMaxWidth * sizeof(float)) +
+           align64(kBlock / 2 * kMaxWidth * sizeof(int32_t));
+  }
+  static PassBuffers at(uint8_t* p, const Dims& d) {
+    PassBuffers b;
+    b.qt = reinterpret_cast<int32_t*>(p);
+    p += align64(d.Dk / 2 * kMaxWidth * sizeof(int32_t));
+    b.qs = reinterpret_cast<float*>(p);
+    p += align64(d.Dk / kBlock * kMaxWidth * sizeof(float));
+    b.acc = reinterpret_cast<float*>(p);
+    p += align64(d.Dv * kMaxWidth * sizeof(float));
+    b.sc = reinterpret_cast<float*>(p);
+    p += align64(kBlock * kMaxWidth * sizeof(float));
+    b.pp = reinterpret_cast<int32_t*>(p);
+    return b;
+  }
+};
+
+// x[0, n) rounded to 14-bit integers against m, their largest magnitude (n a multiple of kLanes):
 // returns the step.
-float quantize14(const float* x, int64_t n, int16_t* out) {
-  Vec amax(0.0f);
-  for (int64_t i = 0; i < n; i += kLanes) amax = xsimd::max(amax, xsimd::abs(Vec::load_unaligned(x + i)));
-  const float m = largest_lane(amax);  // (xsimd 8 has no horizontal max)
+float round14(const float* x, int64_t n, float m, int16_t* out) {
   const Vec k(m > 0.0f ? kLevels / m : 0.0f);
   for (int64_t i = 0; i < n; i += kLanes) store_int16(out + i, round_to_int(Vec::load_unaligned(x + i) * k));
   return m / kLevels;
 }
 
-// Keys 2i and 2i + 1 of head h (the second may be past the last key: zeros) into the work area.
-void convert_pair(const Tensor& dst, const Dims& d, const Layout& l, uint8_t* work, int64_t h, int64_t i) {
+float quantize14(const float* x, int64_t n, int16_t* out) {
+  Vec amax(0.0f);
+  for (int64_t i = 0; i < n; i += kLanes) amax = xsimd::max(amax, xsimd::abs(Vec::load_unaligned(x + i)));
+  return round14(x, n, largest_lane(amax), out);  // (xsimd 8 has no horizontal max)
+}
+
+// Row j of KV head h of t as float32: the row itself, or decoded into buf.
+const float* row_as_float(const Tensor& t, int64_t h, int64_t j, int64_t n, float* buf) {
+  if (t.type == Type::F32) return reinterpret_cast<const float*>(t.row(h, j));
+  decode_row(t.type, t.row(h, j), buf, n);
+  return buf;
+}
+
+// A Q8_0 row's blocks as the 16-bit K row (its bytes: no rounding) and block steps (its scales);
+// returns its largest magnitude (each Q8_0 block's largest byte is +-127).
+float q8_0_to_int16(const void* row, int64_t n, int16_t* kq, float* ks) {
+  const auto* blocks = static_cast<const BlockQ8_0*>(row);
+  float m = 0.0f;
+  for (int64_t b = 0; b < n / kBlock; ++b) {
+    for (int64_t e = 0; e < kBlock; ++e) kq[b * kBlock + e] = blocks[b].qs[e];
+    ks[b] = fp16_to_f32(blocks[b].d);
+    m = std::max(m, std::fabs(ks[b]) * 127.0f);
+  }
+  return m;
+}
+
+// Keys 2i and 2i + 1 of KV head h into `to` (positioned at that pair). A second key past the last
+// gets a zero V row (its probability is 0) and no K row (its score is never computed).
+void convert_pair(const Tensor& dst, const Dims& d, int64_t h, int64_t i, const KvInt16& to) {
   const Tensor& k = *dst.src[1];
   const Tensor& v = *dst.src[2];
-  auto* kq = reinterpret_cast<int16_t*>(work + l.kq);
-  auto* ks = reinterpret_cast<float*>(work + l.ks);
-  auto* vq = reinterpret_cast<int16_t*>(work + l.vq) + (h * d.pairs + i) * d.Dv * 2;
-  auto* vs = reinterpret_cast<float*>(work + l.vs) + (h * d.pairs + i) * 2;
+  // MLA's absorbed form reads V as the leading part of the K rows: decode each row once.
+  const bool v_in_k = v.type == k.type && v.data == k.data && v.nb[1] == k.nb[1] && v.nb[2] == k.nb[2];
+  alignas(64) float kbuf[kMaxHead], vbuf[kMaxHead];
   alignas(64) int16_t rows[2][kMaxHead];
   for (int side = 0; side < 2; ++side) {
     const int64_t j = 2 * i + side;
     if (j >= d.N) {
       std::fill(rows[side], rows[side] + d.Dv, int16_t{0});
-      vs[side] = 0.0f;
+      to.vs[side] = 0.0f;
       continue;
     }
-    const auto* krow = reinterpret_cast<const float*>(k.row(h, j));
-    for (int64_t b = 0; b < d.Dk / kBlock; ++b)
-      ks[(h * d.N + j) * (d.Dk / kBlock) + b] =
-          quantize14(krow + b * kBlock, kBlock, kq + (h * d.N + j) * d.Dk + b * kBlock);
-    vs[side] = quantize14(reinterpret_cast<const float*>(v.row(h, j)), d.Dv, rows[side]);
+    int16_t* kq = to.kq + side * d.Dk;
+    float* ks = to.ks + side * (d.Dk / kBlock);
+    if (k.type == Type::Q8_0) {
+      const float m = q8_0_to_int16(k.row(h, j), d.Dk, kq, ks);
+      if (v_in_k) {  // V: the leading blocks, at 14 bits against the largest of the whole K row
+        decode_row(k.type, k.row(h, j), vbuf, d.Dv);
+        to.vs[side] = round14(vbuf, d.Dv, m, rows[side]);
+        continue;
+      }
+    } else {
+      const float* krow = row_as_float(k, h, j, d.Dk, kbuf);
+      for (int64_t b = 0; b < d.Dk / kBlock; ++b) ks[b] = quantize14(krow + b * kBlock, kBlock, kq + b * kBlock);
+      if (v_in_k) {
+        to.vs[side] = quantize14(krow, d.Dv, rows[side]);
+        continue;
+      }
+    }
+    to.vs[side] = quantize14(row_as_float(v, h, j, d.Dv, vbuf), d.Dv, rows[side]);
   }
   // Interleave: word e = (row 0 element e, row 1 element e).
-  for (int64_t e = 0; e < d.Dv; e += kInterleave) interleave_pairs(rows[0] + e, rows[1] + e, vq + 2 * e);
+  for (int64_t e = 0; e < d.Dv; e += kInterleave) interleave_pairs(rows[0] + e, rows[1] + e, to.vq + 2 * e);
 }
 
-// One pass: head h at tokens [t0, t0 + tn), tn <= kWidth; writes their normalised outputs.
-void pass(const Tensor& dst, const Dims& d, const Layout& l, const uint8_t* work, uint8_t* mine, int64_t h,
-          int64_t t0, int64_t tn) {
-  const Tensor& q = *dst.src[0];
-  const float scale = dst.params[0].f;
-  const auto* kq = reinterpret_cast<const int16_t*>(work + l.kq) + h * d.N * d.Dk;
-  const auto* ks = reinterpret_cast<const float*>(work + l.ks) + h * d.N * (d.Dk / kBlock);
-  const auto* vq = reinterpret_cast<const int16_t*>(work + l.vq) + h * d.pairs * d.Dv * 2;
-  const auto* vs = reinterpret_cast<const float*>(work + l.vs) + h * d.pairs * 2;
-  auto* qt = reinterpret_cast<int16_t*>(mine + l.qt);
-  auto* qs = reinterpret_cast<float*>(mine + l.qs);
-  auto* acc = reinterpret_cast<float*>(mine + l.acc);
-  auto* sc = reinterpret_cast<float*>(mine + l.sc);
-  auto* pp = reinterpret_cast<int32_t*>(mine + l.pp);
-  const int64_t blocks = d.Dk / kBlock;
+// The queries of one pass, one per lane: lane i's query row and the keys it sees, [0, visible[i]).
+struct QueryLanes {
+  int64_t n = 0;
+  const float* q[kMaxWidth];
+  int64_t visible[kMaxWidth];
+};
 
-  // Queries times the scale, rounded per block and transposed to [pair][lane]; unused lanes 0.
-  alignas(64) float limit[kWidth];
-  int64_t j_end = 0;
-  for (int64_t i = 0; i < kWidth; ++i) {
+// What a pass leaves: per lane the running max and sum, and the accumulators transposed,
+// [Dv][width] (lane i of element e at acc[e * width + i]).
+struct PassState {
+  alignas(64) float m[kMaxWidth];
+  alignas(64) float l[kMaxWidth];
+  const float* acc;
+  int64_t width;
+};
+
+// One pass over keys [j0, j1) (j0 even) of one KV head for the queries of `lanes` (at most NV
+// vectors of them); kv_at(jb, nk) gives the 16-bit K and V of keys [jb, jb + nk), key jb first.
+template <int NV, class KvAt>
+void pass(const Tensor& dst, const Dims& d, const PassBuffers& buf, const QueryLanes& lanes, int64_t j0, int64_t j1,
+          KvAt&& kv_at, PassState& out) {
+  constexpr int64_t W = NV * kLanes;
+  constexpr int kKeyGroup = kAccumulators / NV;    // keys whose scores accumulate together
+  constexpr int kValueGroup = kAccumulators / NV;  // output elements accumulated together
+  static_assert(kBlock % kKeyGroup == 0, "key groups tile a key block");
+  const float scale = dst.params[0].f;
+  const int64_t blocks = d.Dk / kBlock;
+  out.acc = buf.acc;
+  out.width = W;
+
+  // Queries times the scale, rounded per block and transposed to [pair][lane]; unused lanes 0 and
+  // seeing every key of the pass.
+  alignas(64) float limit[W];
+  int64_t j_end = j0;
+  for (int64_t i = 0; i < lanes.n; ++i) j_end = std::max(j_end, std::min(lanes.visible[i], j1));
+  auto* qt16 = reinterpret_cast<int16_t*>(buf.qt);
+  for (int64_t i = 0; i < W; ++i) {
     alignas(64) float row[kMaxHead];
     alignas(64) int16_t rounded[kMaxHead];
-    int64_t visible = 0;
-    if (i < tn) {
-      const float* qr = q.f32_row(h, t0 + i);
-      for (int64_t e = 0; e < d.Dk; ++e) row[e] = qr[e] * scale;
-      const int32_t pos = reinterpret_cast<const int32_t*>(dst.src[3]->data)[t0 + i];
-      visible = std::clamp<int64_t>(static_cast<int64_t>(pos) + 1, 0, d.N);
+    if (i < lanes.n) {
+      for (int64_t e = 0; e < d.Dk; ++e) row[e] = lanes.q[i][e] * scale;
+      limit[i] = static_cast<float>(std::min(lanes.visible[i], j1));
     } else {
       std::fill(row, row + d.Dk, 0.0f);
+      limit[i] = static_cast<float>(j_end);
     }
-    for (int64_t b = 0; b < blocks; ++b) qs[b * kWidth + i] = quantize14(row + b * kBlock, kBlock, rounded + b * kBlock);
+    for (int64_t b = 0; b < blocks; ++b) buf.qs[b * W + i] = quantize14(row + b * kBlock, kBlock, rounded + b * kBlock);
     for (int64_t p = 0; p < d.Dk / 2; ++p) {
-      qt[(p * kWidth + i) * 2] = rounded[2 * p];
-      qt[(p * kWidth + i) * 2 + 1] = rounded[2 * p + 1];
+      qt16[(p * W + i) * 2] = rounded[2 * p];
+      qt16[(p * W + i) * 2 + 1] = rounded[2 * p + 1];
     }
-    limit[i] = static_cast<float>(visible);
-    j_end = std::max(j_end, visible);
   }
-  for (int64_t i = tn; i < kWidth; ++i) limit[i] = static_cast<float>(j_end);  // unused lanes see all
-  attention_wide::PassLanes<kVecs> lanes(limit, j_end);
-  Vec* m = lanes.m;
-  Vec* lsum = lanes.l;
-  const bool masked = lanes.masked;
-  std::fill(acc, acc + d.Dv * kWidth, 0.0f);
+  attention_wide::PassLanes<NV> pl(limit, j_end);
+  Vec* m = pl.m;
+  Vec* lsum = pl.l;
+  const bool masked = pl.masked;
+  std::fill(buf.acc, buf.acc + d.Dv * W, 0.0f);
 
-  for (int64_t jb = 0; jb < j_end; jb += kBlock) {
+  for (int64_t jb = j0; jb < j_end; jb += kBlock) {
     const int64_t nk = std::min(kBlock, j_end - jb);
+    const KvInt16 kv = kv_at(jb, nk);
     // Scores, kKeyGroup keys at a time (a short last group repeats the block's first key).
     for (int64_t j = 0; j < nk; j += kKeyGroup) {
       const int16_t* krow[kKeyGroup];
       const float* kscale[kKeyGroup];
       for (int r = 0; r < kKeyGroup; ++r) {
-        const int64_t key = jb + (j + r < nk ? j + r : 0);
-        krow[r] = kq + key * d.Dk;
-        kscale[r] = ks + key * blocks;
+        const int64_t key = j + r < nk ? j + r : 0;
+        krow[r] = kv.kq + key * d.Dk;
+        kscale[r] = kv.ks + key * blocks;
       }
       // Block sums in integers, scaled into the scores (kept in sc) once per block.
-      float* srow = sc + j * kWidth;
-      std::fill(srow, srow + kKeyGroup * kWidth, 0.0f);
+      float* srow = buf.sc + j * W;
+      std::fill(srow, srow + kKeyGroup * W, 0.0f);
       for (int64_t b = 0; b < blocks; ++b) {
-        // Eight accumulators as named locals: GCC keeps an array of them in memory around the asm.
-        IVec s00 = int_zero(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
-        const int16_t* k0 = krow[0] + b * kBlock;
-        const int16_t* k1 = krow[1] + b * kBlock;
-        const int16_t* k2 = krow[2] + b * kBlock;
-        const int16_t* k3 = krow[3] + b * kBlock;
-        const int32_t* qp = reinterpret_cast<const int32_t*>(qt) + b * kBlock / 2 * kWidth;
-        for (int64_t p = 0; p < kBlock / 2; ++p, qp += kWidth) {
-          const IVec q0 = load_int(qp), q1 = load_int(qp + kLanes);
-          IVec kk = broadcast_pair(k0 + 2 * p);
-          add_pair_products(s00, q0, kk);
-          add_pair_products(s01, q1, kk);
-          kk = broadcast_pair(k1 + 2 * p);
-          add_pair_products(s10, q0, kk);
-          add_pair_products(s11, q1, kk);
-          kk = broadcast_pair(k2 + 2 * p);
-          add_pair_products(s20, q0, kk);
-          add_pair_products(s21, q1, kk);
-          kk = broadcast_pair(k3 + 2 * p);
-          add_pair_products(s30, q0, kk);
-          add_pair_products(s31, q1, kk);
+        IVec s[kKeyGroup][NV];
+        each<kKeyGroup>([&](auto r) { each<NV>([&](auto u) { s[r][u] = int_zero(); }); });
+        const int32_t* qp = buf.qt + b * kBlock / 2 * W;
+        for (int64_t p = 0; p < kBlock / 2; ++p, qp += W) {
+          IVec qv[NV];
+          each<NV>([&](auto u) { qv[u] = load_int(qp + u * kLanes); });
+          each<kKeyGroup>([&](auto r) {
+            const IVec kk = broadcast_pair(krow[r] + b * kBlock + 2 * p);
+            each<NV>([&](auto u) { add_pair_products(s[r][u], qv[u], kk); });
+          });
         }
-        const IVec isum[kKeyGroup][kVecs] = {{s00, s01}, {s10, s11}, {s20, s21}, {s30, s31}};
-        for (int u = 0; u < kVecs; ++u) {
-          const Vec qsu = Vec::load_aligned(qs + b * kWidth + u * kLanes);
-          for (int r = 0; r < kKeyGroup; ++r) {
-            float* out = srow + r * kWidth + u * kLanes;
-            xsimd::fma(to_float(isum[r][u]), qsu * Vec(kscale[r][b]), Vec::load_aligned(out)).store_aligned(out);
-          }
-        }
+        each<NV>([&](auto u) {
+          const Vec qsu = Vec::load_aligned(buf.qs + b * W + u * kLanes);
+          each<kKeyGroup>([&](auto r) {
+            float* o = srow + r * W + u * kLanes;
+            xsimd::fma(to_float(s[r][u]), qsu * Vec(kscale[r][b]), Vec::load_aligned(o)).store_aligned(o);
+          });
+        });
       }
       // Masked keys score -inf. All kKeyGroup rows are kept (rows past nk are never read).
       if (masked)
         for (int r = 0; r < kKeyGroup; ++r)
-          for (int u = 0; u < kVecs; ++u) {
-            float* out = srow + r * kWidth + u * kLanes;
-            lanes.mask(Vec::load_aligned(out), jb + j + r, u).store_aligned(out);
+          for (int u = 0; u < NV; ++u) {
+            float* o = srow + r * W + u * kLanes;
+            pl.mask(Vec::load_aligned(o), jb + j + r, u).store_aligned(o);
           }
     }
-    Vec c[kVecs];
-    attention_wide::softmax_block<kVecs>(sc, nk, masked, m, lsum, c);
+    Vec c[NV];
+    attention_wide::softmax_block<NV>(buf.sc, nk, masked, m, lsum, c);
 
     // Probabilities times the V rows' scales, rounded per lane over the block, paired by keys.
     const int64_t npairs = (nk + 1) / 2;
-    Vec step[kVecs];
-    for (int u = 0; u < kVecs; ++u) {
-      auto scaled = [&](int64_t j) { return Vec::load_aligned(sc + j * kWidth + u * kLanes) * Vec(vs[jb + j]); };
+    Vec step[NV];
+    for (int u = 0; u < NV; ++u) {
+      auto scaled = [&](int64_t j) { return Vec::load_aligned(buf.sc + j * W + u * kLanes) * Vec(kv.vs[j]); };
       Vec top(0.0f);
       for (int64_t j = 0; j < nk; ++j) top = xsimd::max(top, scaled(j));
       step[u] = top / Vec(kLevels);
       const Vec inv = xsimd::select(top > Vec(0.0f), Vec(kLevels) / top, Vec(0.0f));
       auto rounded = [&](int64_t j) { return j < nk ? round_to_int(scaled(j) * inv) : int_zero(); };
       for (int64_t jp = 0; jp < npairs; ++jp)
-        store_int(pp + jp * kWidth + u * kLanes, pack_pair(rounded(2 * jp), rounded(2 * jp + 1)));
+        store_int(buf.pp + jp * W + u * kLanes, pack_pair(rounded(2 * jp), rounded(2 * jp + 1)));
     }
     // acc[e] = acc[e] * c + step * sum over key pairs, kValueGroup elements at a time.
-    const int16_t* vblock = vq + (jb / 2) * d.Dv * 2;
     for (int64_t e = 0; e < d.Dv; e += kValueGroup) {
-      IVec o00 = int_zero(), o01 = o00, o10 = o00, o11 = o00, o20 = o00, o21 = o00, o30 = o00, o31 = o00;
-      const int16_t* vrow = vblock + e * 2;
-      const int32_t* pj = pp;
-      for (int64_t jp = 0; jp < npairs; ++jp, vrow += d.Dv * 2, pj += kWidth) {
-        const IVec p0 = load_int(pj), p1 = load_int(pj + kLanes);
-        IVec vv = broadcast_pair(vrow);
-        add_pair_products(o00, p0, vv);
-        add_pair_products(o01, p1, vv);
-        vv = broadcast_pair(vrow + 2);
-        add_pair_products(o10, p0, vv);
-        add_pair_products(o11, p1, vv);
-        vv = broadcast_pair(vrow + 4);
-        add_pair_products(o20, p0, vv);
-        add_pair_products(o21, p1, vv);
-        vv = broadcast_pair(vrow + 6);
-        add_pair_products(o30, p0, vv);
-        add_pair_products(o31, p1, vv);
+      IVec o[kValueGroup][NV];
+      each<kValueGroup>([&](auto r) { each<NV>([&](auto u) { o[r][u] = int_zero(); }); });
+      const int16_t* vrow = kv.vq + e * 2;
+      const int32_t* pj = buf.pp;
+      for (int64_t jp = 0; jp < npairs; ++jp, vrow += d.Dv * 2, pj += W) {
+        IVec pv[NV];
+        each<NV>([&](auto u) { pv[u] = load_int(pj + u * kLanes); });
+        each<kValueGroup>([&](auto r) {
+          const IVec vv = broadcast_pair(vrow + 2 * r);
+          each<NV>([&](auto u) { add_pair_products(o[r][u], pv[u], vv); });
+        });
       }
-      const IVec isum[kValueGroup][kVecs] = {{o00, o01}, {o10, o11}, {o20, o21}, {o30, o31}};
-      for (int r = 0; r < kValueGroup; ++r)
-        for (int u = 0; u < kVecs; ++u) {
-          float* a = acc + (e + r) * kWidth + u * kLanes;
-          xsimd::fma(to_float(isum[r][u]), step[u], Vec::load_aligned(a) * c[u]).store_aligned(a);
-        }
+      each<kValueGroup>([&](auto r) {
+        each<NV>([&](auto u) {
+          float* a = buf.acc + (e + r) * W + u * kLanes;
+          xsimd::fma(to_float(o[r][u]), step[u], Vec::load_aligned(a) * c[u]).store_aligned(a);
+        });
+      });
     }
   }
+  for (int u = 0; u < NV; ++u) {
+    m[u].store_aligned(out.m + u * kLanes);
+    lsum[u].store_aligned(out.l + u * kLanes);
+  }
+}
 
-  alignas(64) float l_out[kWidth];
-  for (int u = 0; u < kVecs; ++u) lsum[u].store_aligned(l_out + u * kLanes);
-  for (int64_t i = 0; i < tn; ++i) {
-    float* out = dst.f32_row(h, t0 + i);
-    const float inv = l_out[i] > 0.0f ? 1.0f / l_out[i] : 0.0f;
-    for (int64_t e = 0; e < d.Dv; ++e) out[e] = acc[e * kWidth + i] * inv;
+// The normalised outputs of a pass's lanes: lane i into out_row(i).
+template <class OutRow>
+void write_outputs(const Dims& d, const QueryLanes& lanes, const PassState& st, OutRow&& out_row) {
+  for (int64_t i = 0; i < lanes.n; ++i) {
+    float* out = out_row(i);
+    const float inv = st.l[i] > 0.0f ? 1.0f / st.l[i] : 0.0f;
+    for (int64_t e = 0; e < d.Dv; ++e) out[e] = st.acc[e * st.width + i] * inv;
+  }
+}
+
+// ---- MHA prefill: K and V converted once per op, passes of consecutive tokens of one head ----
+
+bool mha_applies(const Tensor& dst, const Dims& d) {
+  return d.G == 1 && d.T >= kMinTokens && dst.src[1]->type == Type::F32 && dst.src[2]->type == Type::F32;
+}
+
+size_t mha_work(const Dims& d, int n_threads) {
+  return KvInt16::bytes(d, d.H * d.pairs) + PassBuffers::bytes(d) * static_cast<size_t>(n_threads);
+}
+
+void mha(const Tensor& dst, const Dims& d, const CpuThread& th) {
+  const KvInt16 all = KvInt16::at(th.work, d, d.H * d.pairs);  // [H][pairs]
+  auto [i0, i1] = split_range(d.H * d.pairs, th.ith, th.nth);
+  for (int64_t item = i0; item < i1; ++item) convert_pair(dst, d, item / d.pairs, item % d.pairs, all.from_pair(d, item));
+  th.barrier();
+  const PassBuffers buf = PassBuffers::at(th.work + KvInt16::bytes(d, d.H * d.pairs) + th.ith * PassBuffers::bytes(d), d);
+  const Tensor& q = *dst.src[0];
+  // Items dealt round-robin (later token blocks see more keys, so contiguous ranges would not
+  // balance) head by head: the team works through one head's K and V at a time, which then stay in
+  // the last-level cache for all its token blocks instead of coming from memory for each.
+  const int64_t blocks = (d.T + kMaxWidth - 1) / kMaxWidth;
+  for (int64_t item = th.ith; item < blocks * d.H; item += th.nth) {
+    const int64_t t0 = (item % blocks) * kMaxWidth, h = item / blocks;
+    QueryLanes lanes;
+    lanes.n = std::min(kMaxWidth, d.T - t0);
+    for (int64_t i = 0; i < lanes.n; ++i) {
+      lanes.q[i] = q.f32_row(h, t0 + i);
+      lanes.visible[i] = visible_keys(dst, d, t0 + i);
+    }
+    const KvInt16 head = all.from_pair(d, h * d.pairs);
+    PassState st;
+    pass<kMaxVecs>(dst, d, buf, lanes, 0, d.N, [&](int64_t jb, int64_t) { return head.from_pair(d, jb / 2); }, st);
+    write_outputs(d, lanes, st, [&](int64_t i) { return dst.f32_row(h, t0 + i); });
+  }
+}
+
+// ---- Grouped heads: passes of the heads of one token, K and V converted per key block ----
+
+bool grouped_takes(int64_t heads) {
+  return attention_lanes::kGroupedInt16MinHeads > 0 && heads >= attention_lanes::kGroupedInt16MinHeads;
+}
+
+bool grouped_applies(const Dims& d, const Tensor& dst) {
+  auto cache_type = [](Type t) { return t == Type::F32 || t == Type::F16 || t == Type::BF16 || t == Type::Q8_0; };
+  return grouped_takes(d.G) && cache_type(dst.src[1]->type) && cache_type(dst.src[2]->type);
+}
+
+// Per thread: the pass buffers, one key block's 16-bit K and V, and a partial state [m[W], l[W],
+// acc[W][Dv]] for the split-keys mode.
+size_t grouped_partial_offset(const Dims& d) { return PassBuffers::bytes(d) + KvInt16::bytes(d, kBlock / 2); }
+size_t grouped_per_thread(const Dims& d) {
+  return grouped_partial_offset(d) + align64(kMaxWidth * (d.Dv + 2) * sizeof(float));
+}
+
+void grouped(const Tensor& dst, const Dims& d, const CpuThread& th) {
+  const size_t per_thread = grouped_per_thread(d);
+  uint8_t* mine = th.work + th.ith * per_thread;
+  const PassBuffers buf = PassBuffers::at(mine, d);
+  const KvInt16 block = KvInt16::at(mine + PassBuffers::bytes(d), d, kBlock / 2);
+  const Tensor& q = *dst.src[0];
+  const int64_t W = kMaxWidth, chunks = (d.G + W - 1) / W, items = d.T * d.Hkv * chunks;
+
+  // Item -> token t, KV head hkv, and its heads [g0, g0 + lanes.n) on the lanes.
+  struct Item {
+    int64_t t, hkv, g0;
+    QueryLanes lanes;
+  };
+  auto item_at = [&](int64_t item) {
+    Item it;
+    it.t = item / (d.Hkv * chunks);
+    it.hkv = (item / chunks) % d.Hkv;
+    it.g0 = (item % chunks) * W;
+    it.lanes.n = std::min(W, d.G - it.g0);
+    for (int64_t i = 0; i < it.lanes.n; ++i) {
+      it.lanes.q[i] = q.f32_row(it.hkv * d.G + it.g0 + i, it.t);
+      it.lanes.visible[i] = visible_keys(dst, d, it.t);
+    }
+    return it;
+  };
+  auto run = [&](const Item& it, int64_t j0, int64_t j1, PassState& st) {
+    auto kv_at = [&](int64_t jb, int64_t nk) {
+      for (int64_t i = 0; i < (nk + 1) / 2; ++i) convert_pair(dst, d, it.hkv, jb / 2 + i, block.from_pair(d, i));
+      return block;
+    };
+    pass<kMaxVecs>(dst, d, buf, it.lanes, j0, j1, kv_at, st);
+  };
+  auto out_rows = [&](const Item& it) { return [&](int64_t i) { return dst.f32_row(it.hkv * d.G + it.g0 + i, it.t); }; };
+
+  if (items >= th.nth) {
+    auto [i0, i1] = split_range(items, th.ith, th.nth);
+    for (int64_t item = i0; item < i1; ++item) {
+      const Item it = item_at(item);
+      PassState st;
+      run(it, 0, d.N, st);
+      write_outputs(d, it.lanes, st, out_rows(it));
+    }
+    return;
+  }
+  // Split-keys mode: every thread takes a slice of each item's key pairs, then the slices merge.
+  const int64_t stride = static_cast<int64_t>(per_thread / sizeof(float));
+  const float* partials = reinterpret_cast<const float*>(th.work + grouped_partial_offset(d));
+  float* part = reinterpret_cast<float*>(mine + grouped_partial_offset(d));
+  for (int64_t item = 0; item < items; ++item) {
+    const Item it = item_at(item);
+    const int64_t visible = it.lanes.visible[0], n = it.lanes.n;
+    auto [p0, p1] = split_range((visible + 1) / 2, th.ith, th.nth);
+    PassState st;
+    run(it, 2 * p0, std::min(2 * p1, visible), st);
+    for (int64_t g = 0; g < n; ++g) {
+      part[g] = st.m[g];
+      part[n + g] = st.l[g];
+      for (int64_t e = 0; e < d.Dv; ++e) part[2 * n + g * d.Dv + e] = st.acc[e * st.width + g];
+    }
+    th.barrier();
+    auto [g0, g1] = split_range(n, th.ith, th.nth);
+    for (int64_t g = g0; g < g1; ++g)
+      merge_partial_states(partials, stride, th.nth, n, d.Dv, g, out_rows(it)(g));
+    th.barrier();
   }
 }
 
 }  // namespace
 
 const double kMhaInt16Speedup = attention_lanes::kInt16Speedup;
+const double kGroupedInt16Speedup = attention_lanes::kGroupedInt16Speedup;
 
 bool mha_int16_takes(int64_t Dk, int64_t Dv) {
   return int_gemm_enabled() && Dk % kBlock == 0 && Dv % kBlock == 0 && Dk > 0 && Dv > 0 && Dk <= kMaxHead &&
          Dv <= kMaxHead;
 }
 
-bool mha_int16_applies(const Tensor& dst) {
-  const Tensor& q = *dst.src[0];
-  const Tensor& k = *dst.src[1];
-  const Tensor& v = *dst.src[2];
+bool grouped_int16_takes(int64_t Dk, int64_t Dv, int64_t heads) { return mha_int16_takes(Dk, Dv) && grouped_takes(heads); }
+
+bool attention_int16_applies(const Tensor& dst) {
   const Dims d = dims_of(dst);
-  return mha_int16_takes(d.Dk, d.Dv) && q.ne[1] == k.ne[1] && d.T >= kMinTokens && k.type == Type::F32 &&
-         v.type == Type::F32 && q.type == Type::F32 && d.N > 0;
+  return mha_int16_takes(d.Dk, d.Dv) && dst.src[0]->type == Type::F32 && d.N > 0 &&
+         (mha_applies(dst, d) || grouped_applies(d, dst));
 }
 
-size_t mha_int16_work(const Tensor& dst, int n_threads) {
-  const Layout l = layout_of(dims_of(dst));
-  return l.pass + l.per_thread * static_cast<size_t>(n_threads);
+size_t attention_int16_work(const Tensor& dst, int n_threads) {
+  const Dims d = dims_of(dst);
+  return mha_applies(dst, d) ? mha_work(d, n_threads) : grouped_per_thread(d) * static_cast<size_t>(n_threads);
 }
 
-void mha_int16(const Tensor& dst, const CpuThread& th) {
+void attention_int16(const Tensor& dst, const CpuThread& th) {
   const Dims d = dims_of(dst);
-  const Layout l = layout_of(d);
-  auto [i0, i1] = split_range(d.H * d.pairs, th.ith, th.nth);
-  for (int64_t item = i0; item < i1; ++item) convert_pair(dst, d, l, th.work, item / d.pairs, item % d.pairs);
-  th.barrier();
-  uint8_t* mine = th.work + l.pass + static_cast<size_t>(th.ith) * l.per_thread;
-  // Items dealt round-robin (later token blocks see more keys, so contiguous ranges would not
-  // balance) head by head: the team works through one head's K and V at a time, which then stay in
-  // the last-level cache for all its token blocks instead of coming from memory for each.
-  const int64_t blocks = (d.T + kWidth - 1) / kWidth;
-  for (int64_t item = th.ith; item < blocks * d.H; item += th.nth) {
-    const int64_t t0 = (item % blocks) * kWidth, h = item / blocks;
-    pass(dst, d, l, th.work, mine, h, t0, std::min(kWidth, d.T - t0));
-  }
+  if (mha_applies(dst, d)) return mha(dst, d, th);
+  grouped(dst, d, th);
 }
 
 #else  // no 16-bit integer steps in this set: the float32 kernels take every case
 
 const double kMhaInt16Speedup = 0.0;
+const double kGroupedInt16Speedup = 0.0;
 bool mha_int16_takes(int64_t, int64_t) { return false; }
-bool mha_int16_applies(const Tensor&) { return false; }
-size_t mha_int16_work(const Tensor&, int) { return 0; }
-void mha_int16(const Tensor&, const CpuThread&) {}
+bool grouped_int16_takes(int64_t, int64_t, int64_t) { return false; }
+bool attention_int16_applies(const Tensor&) { return false; }
+size_t attention_int16_work(const Tensor&, int) { return 0; }
+void attention_int16(const Tensor&, const CpuThread&) {}
 
 #endif
 

@@ -18,6 +18,7 @@
 
 #include "ggml-like/cpu/cpu_kernels.h"
 
+#include "ggml-like/cpu/simd/attention_merge.h"
 #include "ggml-like/cpu/simd/attention_wide.h"
 #include "ggml-like/quant/quant.h"
 
@@ -354,7 +355,7 @@ void attend_group(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int6
 }  // namespace
 
 size_t cpu_flash_attn_work(const Tensor& dst, int n_threads) {
-  if (mha_int16_applies(dst)) return mha_int16_work(dst, n_threads);
+  if (attention_int16_applies(dst)) return attention_int16_work(dst, n_threads);
   const Dims d = dims_of(dst);
   return per_thread_bytes(d) * n_threads + scratch_size(partial_floats(d) * n_threads * sizeof(float));
 }
@@ -364,7 +365,7 @@ void cpu_flash_attn(const Tensor& dst, const CpuThread& th) {
   const Scratch s = scratch_for(d, th);
   const int64_t items = d.T * d.Hkv;
 
-  if (mha_int16_applies(dst)) return mha_int16(dst, th);
+  if (attention_int16_applies(dst)) return attention_int16(dst, th);
 #if defined(GGL_ATTN_WIDE)
   // MHA prefill: blocks of 32 consecutive tokens of one head share every key row. Items are
   // dealt round-robin: later token blocks see more keys, so contiguous ranges would not balance.
@@ -405,23 +406,8 @@ void cpu_flash_attn(const Tensor& dst, const CpuThread& th) {
     std::memcpy(mine + 2 * d.G, s.acc, d.G * d.Dv * sizeof(float));
     th.barrier();
     auto [g0, g1] = split_range(d.G, th.ith, th.nth);
-    for (int64_t g = g0; g < g1; ++g) {
-      float m = -INFINITY;
-      for (int w = 0; w < th.nth; ++w) m = std::fmax(m, partials[w * stride + g]);
-      float* out = dst.f32_row(hkv * d.G + g, t);
-      std::fill(out, out + d.Dv, 0.0f);
-      float l = 0.0f;
-      for (int w = 0; w < th.nth; ++w) {
-        const float* part = partials + w * stride;
-        if (part[d.G + g] == 0.0f) continue;  // an empty slice
-        const float c = std::exp(part[g] - m);
-        l += part[d.G + g] * c;
-        const float* acc = part + 2 * d.G + g * d.Dv;
-        for (int64_t i = 0; i < d.Dv; ++i) out[i] += acc[i] * c;
-      }
-      const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-      for (int64_t i = 0; i < d.Dv; ++i) out[i] *= inv;
-    }
+    for (int64_t g = g0; g < g1; ++g)
+      merge_partial_states(partials, stride, th.nth, d.G, d.Dv, g, dst.f32_row(hkv * d.G + g, t));
     th.barrier();
   }
 }

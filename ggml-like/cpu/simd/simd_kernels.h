@@ -61,17 +61,19 @@ void cpu_get_rows(const Tensor& dst, const CpuThread& th);
 void cpu_concat(const Tensor& dst, const CpuThread& th);
 void cpu_cont(const Tensor& dst, const CpuThread& th);
 void cpu_copy(const Tensor& dst, const CpuThread& th);
-// op_attention.cpp (MHA prefill may take attention_int16.cpp)
+// op_attention.cpp (MHA prefill and grouped heads may take attention_int16.cpp)
 size_t cpu_flash_attn_work(const Tensor& dst, int n_threads);
 void cpu_flash_attn(const Tensor& dst, const CpuThread& th);
 
 
-// attention_int16.cpp: MHA prefill attention on 16-bit integers (attention_int16.h).
+// attention_int16.cpp: MHA prefill and grouped-head attention on 16-bit integers (attention_int16.h).
 bool mha_int16_takes(int64_t Dk, int64_t Dv);
-bool mha_int16_applies(const Tensor& dst);
-size_t mha_int16_work(const Tensor& dst, int n_threads);
-void mha_int16(const Tensor& dst, const CpuThread& th);
+bool grouped_int16_takes(int64_t Dk, int64_t Dv, int64_t heads);
+bool attention_int16_applies(const Tensor& dst);
+size_t attention_int16_work(const Tensor& dst, int n_threads);
+void attention_int16(const Tensor& dst, const CpuThread& th);
 extern const double kMhaInt16Speedup;
+extern const double kGroupedInt16Speedup;
 
 // gemm_int16.cpp, gemm_int8.cpp (int_gemm.h).
 extern const IntGemm kInt16Gemm;

@@ -30,6 +30,13 @@ inline constexpr double kInt16Speedup = 1.6;
 #else
 inline constexpr double kInt16Speedup = 1.25;
 #endif
+// Grouped heads (MLA's absorbed attention) keep the float kernel: without VNNI a 16-bit product
+// step is two instructions (VPMADDWD + VPADDD) for 16 multiply-adds, as many as two float FMAs, so
+// converting each key row is pure cost (one core, 4096 cached latents, Zen 4 running this set: 16
+// heads f16 1.54 -> 1.96 ms, q8_0 1.53 -> 1.69; 128 heads q8_0 12.1 -> 13.2). (The avx2vnni set,
+// whose VPDPWSSD is one instruction, is unmeasured: no AVX-VNNI CPU was at hand.)
+inline constexpr int64_t kGroupedInt16MinHeads = 0;  // never
+inline constexpr double kGroupedInt16Speedup = 1.0;
 
 using IVec = xsimd::batch<int32_t, Vec::arch_type>;  // 8 int32 lanes, or 8 pairs of int16
 inline float largest_lane(Vec v) {

@@ -28,6 +28,13 @@ namespace ggl::GGL_ISA::attention_lanes {
 // The integer kernel's speed over the float one at 7680 cached tokens of V2-Lite shapes, 2 threads
 // (README, "CPU speed"), which the MLA prefill-form choice was calibrated with.
 inline constexpr double kInt16Speedup = 1.7;
+// Grouped heads (MLA's absorbed attention) take the integer kernel from this many heads per KV head
+// on: a pass of two vectors of heads shares each key row's conversion. One core, 4096 cached
+// latents (512 + 64), Zen 4: 32 heads f16 2.90 -> 2.16 ms, q8_0 2.80 -> 1.91; 128 heads f16 11.96
+// -> 8.66, q8_0 11.38 -> 7.70 (1.35-1.48x); 16 heads, one vector: f16 1.44 -> 1.41, q8_0 1.41 ->
+// 1.22, too little for a second kernel's rounding.
+inline constexpr int64_t kGroupedInt16MinHeads = 32;
+inline constexpr double kGroupedInt16Speedup = 1.4;
 using IVec = xsimd::batch<int32_t, Vec::arch_type>;  // 16 int32 lanes, or 16 pairs of int16
 inline float largest_lane(Vec v) { return _mm512_reduce_max_ps(v); }
 // acc += the pairwise products of a and b (VPDPWSSD). Through asm: through the intrinsic GCC
