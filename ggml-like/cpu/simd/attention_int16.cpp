@@ -65,13 +65,14 @@ inline IVec broadcast_pair(const int16_t* p) {
   std::memcpy(&pair, p, sizeof pair);
   return IVec(pair);
 }
-constexpr int kMaxVecs = 2;                     // lane vectors per pass, at most
-constexpr int64_t kMaxWidth = kMaxVecs * kLanes;  // queries per pass, at most
-constexpr int64_t kBlock = 32;                  // elements per scale block, and keys per key block
-constexpr float kLevels = 8191.0f;              // 14-bit values: 32 products of two fit an int32
-// Integer accumulators of the score and value loops: keys (or output elements) times lane vectors;
-// with the lane vectors and a broadcast they fit AVX2's 16 registers.
-constexpr int kAccumulators = 8;
+constexpr int kVecs = 2;                    // lane vectors per pass
+constexpr int64_t kWidth = kVecs * kLanes;  // queries per pass
+constexpr int64_t kBlock = 32;              // elements per scale block, and keys per key block
+constexpr float kLevels = 8191.0f;          // 14-bit values: 32 products of two fit an int32
+// Keys whose scores, and output elements whose sums, accumulate together: times the lane vectors,
+// 8 integer accumulators, which with the lane vectors and a broadcast fit AVX2's 16 registers.
+constexpr int kKeyGroup = 4;
+constexpr int kValueGroup = 4;
 constexpr int64_t kMinTokens = 4;   // MHA batches with fewer tokens take the float kernels
 constexpr int64_t kMaxHead = 1024;  // head sizes beyond this take the float kernels
 
@@ -129,9 +130,9 @@ struct KvInt16 {
   }
 };
 
-// A pass's per-thread buffers: the queries rounded per block and transposed, [Dk / 2][W] int16
-// pairs, with their steps [Dk / 32][W]; the accumulators [Dv][W]; a key block's scores [kBlock][W]
-// and its rounded probabilities [kBlock / 2][W] int16 pairs (W: the pass's lanes).
+// A pass's per-thread buffers: the queries rounded per block and transposed, [Dk / 2][kWidth] int16
+// pairs, with their steps [Dk / 32][kWidth]; the accumulators [Dv][kWidth]; a key block's scores [kBlock][kWidth]
+// and its rounded probabilities [kBlock / 2][kWidth] int16 pairs (kWidth: the pass's lanes).
 struct PassBuffers {
   int32_t* qt;
   float* qs;
@@ -140,20 +141,20 @@ struct PassBuffers {
   int32_t* pp;
 
   static size_t bytes(const Dims& d) {
-    return align64(d.Dk / 2 * kMaxWidth * sizeof(int32_t)) + align64(d.Dk / kBlock * kMaxWidth * sizeof(float)) +
-           align64(d.Dv * kMaxWidth * sizeof(float)) + align64(kBlock * kMaxWidth * sizeof(float)) +
-           align64(kBlock / 2 * kMaxWidth * sizeof(int32_t));
+    return align64(d.Dk / 2 * kWidth * sizeof(int32_t)) + align64(d.Dk / kBlock * kWidth * sizeof(float)) +
+           align64(d.Dv * kWidth * sizeof(float)) + align64(kBlock * kWidth * sizeof(float)) +
+           align64(kBlock / 2 * kWidth * sizeof(int32_t));
   }
   static PassBuffers at(uint8_t* p, const Dims& d) {
     PassBuffers b;
     b.qt = reinterpret_cast<int32_t*>(p);
-    p += align64(d.Dk / 2 * kMaxWidth * sizeof(int32_t));
+    p += align64(d.Dk / 2 * kWidth * sizeof(int32_t));
     b.qs = reinterpret_cast<float*>(p);
-    p += align64(d.Dk / kBlock * kMaxWidth * sizeof(float));
+    p += align64(d.Dk / kBlock * kWidth * sizeof(float));
     b.acc = reinterpret_cast<float*>(p);
-    p += align64(d.Dv * kMaxWidth * sizeof(float));
+    p += align64(d.Dv * kWidth * sizeof(float));
     b.sc = reinterpret_cast<float*>(p);
-    p += align64(kBlock * kMaxWidth * sizeof(float));
+    p += align64(kBlock * kWidth * sizeof(float));
     b.pp = reinterpret_cast<int32_t*>(p);
     return b;
   }
@@ -235,40 +236,35 @@ void convert_pair(const Tensor& dst, const Dims& d, int64_t h, int64_t i, const 
 // The queries of one pass, one per lane: lane i's query row and the keys it sees, [0, visible[i]).
 struct QueryLanes {
   int64_t n = 0;
-  const float* q[kMaxWidth];
-  int64_t visible[kMaxWidth];
+  const float* q[kWidth];
+  int64_t visible[kWidth];
 };
 
 // What a pass leaves: per lane the running max and sum, and the accumulators transposed,
-// [Dv][width] (lane i of element e at acc[e * width + i]).
+// [Dv][kWidth] (lane i of element e at acc[e * kWidth + i]).
 struct PassState {
-  alignas(64) float m[kMaxWidth];
-  alignas(64) float l[kMaxWidth];
+  alignas(64) float m[kWidth];
+  alignas(64) float l[kWidth];
   const float* acc;
-  int64_t width;
 };
 
-// One pass over keys [j0, j1) (j0 even) of one KV head for the queries of `lanes` (at most NV
-// vectors of them); kv_at(jb, nk) gives the 16-bit K and V of keys [jb, jb + nk), key jb first.
-template <int NV, class KvAt>
+// One pass over keys [j0, j1) (j0 even) of one KV head for the queries of `lanes`; kv_at(jb, nk)
+// gives the 16-bit K and V of keys [jb, jb + nk), key jb first.
+template <class KvAt>
 void pass(const Tensor& dst, const Dims& d, const PassBuffers& buf, const QueryLanes& lanes, int64_t j0, int64_t j1,
           KvAt&& kv_at, PassState& out) {
-  constexpr int64_t W = NV * kLanes;
-  constexpr int kKeyGroup = kAccumulators / NV;    // keys whose scores accumulate together
-  constexpr int kValueGroup = kAccumulators / NV;  // output elements accumulated together
   static_assert(kBlock % kKeyGroup == 0, "key groups tile a key block");
   const float scale = dst.params[0].f;
   const int64_t blocks = d.Dk / kBlock;
   out.acc = buf.acc;
-  out.width = W;
 
   // Queries times the scale, rounded per block and transposed to [pair][lane]; unused lanes 0 and
   // seeing every key of the pass.
-  alignas(64) float limit[W];
+  alignas(64) float limit[kWidth];
   int64_t j_end = j0;
   for (int64_t i = 0; i < lanes.n; ++i) j_end = std::max(j_end, std::min(lanes.visible[i], j1));
   auto* qt16 = reinterpret_cast<int16_t*>(buf.qt);
-  for (int64_t i = 0; i < W; ++i) {
+  for (int64_t i = 0; i < kWidth; ++i) {
     alignas(64) float row[kMaxHead];
     alignas(64) int16_t rounded[kMaxHead];
     if (i < lanes.n) {
@@ -278,17 +274,17 @@ void pass(const Tensor& dst, const Dims& d, const PassBuffers& buf, const QueryL
       std::fill(row, row + d.Dk, 0.0f);
       limit[i] = static_cast<float>(j_end);
     }
-    for (int64_t b = 0; b < blocks; ++b) buf.qs[b * W + i] = quantize14(row + b * kBlock, kBlock, rounded + b * kBlock);
+    for (int64_t b = 0; b < blocks; ++b) buf.qs[b * kWidth + i] = quantize14(row + b * kBlock, kBlock, rounded + b * kBlock);
     for (int64_t p = 0; p < d.Dk / 2; ++p) {
-      qt16[(p * W + i) * 2] = rounded[2 * p];
-      qt16[(p * W + i) * 2 + 1] = rounded[2 * p + 1];
+      qt16[(p * kWidth + i) * 2] = rounded[2 * p];
+      qt16[(p * kWidth + i) * 2 + 1] = rounded[2 * p + 1];
     }
   }
-  attention_wide::PassLanes<NV> pl(limit, j_end);
+  attention_wide::PassLanes<kVecs> pl(limit, j_end);
   Vec* m = pl.m;
   Vec* lsum = pl.l;
   const bool masked = pl.masked;
-  std::fill(buf.acc, buf.acc + d.Dv * W, 0.0f);
+  std::fill(buf.acc, buf.acc + d.Dv * kWidth, 0.0f);
 
   for (int64_t jb = j0; jb < j_end; jb += kBlock) {
     const int64_t nk = std::min(kBlock, j_end - jb);
@@ -303,24 +299,24 @@ void pass(const Tensor& dst, const Dims& d, const PassBuffers& buf, const QueryL
         kscale[r] = kv.ks + key * blocks;
       }
       // Block sums in integers, scaled into the scores (kept in sc) once per block.
-      float* srow = buf.sc + j * W;
-      std::fill(srow, srow + kKeyGroup * W, 0.0f);
+      float* srow = buf.sc + j * kWidth;
+      std::fill(srow, srow + kKeyGroup * kWidth, 0.0f);
       for (int64_t b = 0; b < blocks; ++b) {
-        IVec s[kKeyGroup][NV];
-        each<kKeyGroup>([&](auto r) { each<NV>([&](auto u) { s[r][u] = int_zero(); }); });
-        const int32_t* qp = buf.qt + b * kBlock / 2 * W;
-        for (int64_t p = 0; p < kBlock / 2; ++p, qp += W) {
-          IVec qv[NV];
-          each<NV>([&](auto u) { qv[u] = load_int(qp + u * kLanes); });
+        IVec s[kKeyGroup][kVecs];
+        each<kKeyGroup>([&](auto r) { each<kVecs>([&](auto u) { s[r][u] = int_zero(); }); });
+        const int32_t* qp = buf.qt + b * kBlock / 2 * kWidth;
+        for (int64_t p = 0; p < kBlock / 2; ++p, qp += kWidth) {
+          IVec qv[kVecs];
+          each<kVecs>([&](auto u) { qv[u] = load_int(qp + u * kLanes); });
           each<kKeyGroup>([&](auto r) {
             const IVec kk = broadcast_pair(krow[r] + b * kBlock + 2 * p);
-            each<NV>([&](auto u) { add_pair_products(s[r][u], qv[u], kk); });
+            each<kVecs>([&](auto u) { add_pair_products(s[r][u], qv[u], kk); });
           });
         }
-        each<NV>([&](auto u) {
-          const Vec qsu = Vec::load_aligned(buf.qs + b * W + u * kLanes);
+        each<kVecs>([&](auto u) {
+          const Vec qsu = Vec::load_aligned(buf.qs + b * kWidth + u * kLanes);
           each<kKeyGroup>([&](auto r) {
-            float* o = srow + r * W + u * kLanes;
+            float* o = srow + r * kWidth + u * kLanes;
             xsimd::fma(to_float(s[r][u]), qsu * Vec(kscale[r][b]), Vec::load_aligned(o)).store_aligned(o);
           });
         });
@@ -328,50 +324,50 @@ void pass(const Tensor& dst, const Dims& d, const PassBuffers& buf, const QueryL
       // Masked keys score -inf. All kKeyGroup rows are kept (rows past nk are never read).
       if (masked)
         for (int r = 0; r < kKeyGroup; ++r)
-          for (int u = 0; u < NV; ++u) {
-            float* o = srow + r * W + u * kLanes;
+          for (int u = 0; u < kVecs; ++u) {
+            float* o = srow + r * kWidth + u * kLanes;
             pl.mask(Vec::load_aligned(o), jb + j + r, u).store_aligned(o);
           }
     }
-    Vec c[NV];
-    attention_wide::softmax_block<NV>(buf.sc, nk, masked, m, lsum, c);
+    Vec c[kVecs];
+    attention_wide::softmax_block<kVecs>(buf.sc, nk, masked, m, lsum, c);
 
     // Probabilities times the V rows' scales, rounded per lane over the block, paired by keys.
     const int64_t npairs = (nk + 1) / 2;
-    Vec step[NV];
-    for (int u = 0; u < NV; ++u) {
-      auto scaled = [&](int64_t j) { return Vec::load_aligned(buf.sc + j * W + u * kLanes) * Vec(kv.vs[j]); };
+    Vec step[kVecs];
+    for (int u = 0; u < kVecs; ++u) {
+      auto scaled = [&](int64_t j) { return Vec::load_aligned(buf.sc + j * kWidth + u * kLanes) * Vec(kv.vs[j]); };
       Vec top(0.0f);
       for (int64_t j = 0; j < nk; ++j) top = xsimd::max(top, scaled(j));
       step[u] = top / Vec(kLevels);
       const Vec inv = xsimd::select(top > Vec(0.0f), Vec(kLevels) / top, Vec(0.0f));
       auto rounded = [&](int64_t j) { return j < nk ? round_to_int(scaled(j) * inv) : int_zero(); };
       for (int64_t jp = 0; jp < npairs; ++jp)
-        store_int(buf.pp + jp * W + u * kLanes, pack_pair(rounded(2 * jp), rounded(2 * jp + 1)));
+        store_int(buf.pp + jp * kWidth + u * kLanes, pack_pair(rounded(2 * jp), rounded(2 * jp + 1)));
     }
     // acc[e] = acc[e] * c + step * sum over key pairs, kValueGroup elements at a time.
     for (int64_t e = 0; e < d.Dv; e += kValueGroup) {
-      IVec o[kValueGroup][NV];
-      each<kValueGroup>([&](auto r) { each<NV>([&](auto u) { o[r][u] = int_zero(); }); });
+      IVec o[kValueGroup][kVecs];
+      each<kValueGroup>([&](auto r) { each<kVecs>([&](auto u) { o[r][u] = int_zero(); }); });
       const int16_t* vrow = kv.vq + e * 2;
       const int32_t* pj = buf.pp;
-      for (int64_t jp = 0; jp < npairs; ++jp, vrow += d.Dv * 2, pj += W) {
-        IVec pv[NV];
-        each<NV>([&](auto u) { pv[u] = load_int(pj + u * kLanes); });
+      for (int64_t jp = 0; jp < npairs; ++jp, vrow += d.Dv * 2, pj += kWidth) {
+        IVec pv[kVecs];
+        each<kVecs>([&](auto u) { pv[u] = load_int(pj + u * kLanes); });
         each<kValueGroup>([&](auto r) {
           const IVec vv = broadcast_pair(vrow + 2 * r);
-          each<NV>([&](auto u) { add_pair_products(o[r][u], pv[u], vv); });
+          each<kVecs>([&](auto u) { add_pair_products(o[r][u], pv[u], vv); });
         });
       }
       each<kValueGroup>([&](auto r) {
-        each<NV>([&](auto u) {
-          float* a = buf.acc + (e + r) * W + u * kLanes;
+        each<kVecs>([&](auto u) {
+          float* a = buf.acc + (e + r) * kWidth + u * kLanes;
           xsimd::fma(to_float(o[r][u]), step[u], Vec::load_aligned(a) * c[u]).store_aligned(a);
         });
       });
     }
   }
-  for (int u = 0; u < NV; ++u) {
+  for (int u = 0; u < kVecs; ++u) {
     m[u].store_aligned(out.m + u * kLanes);
     lsum[u].store_aligned(out.l + u * kLanes);
   }
@@ -383,7 +379,7 @@ void write_outputs(const Dims& d, const QueryLanes& lanes, const PassState& st, 
   for (int64_t i = 0; i < lanes.n; ++i) {
     float* out = out_row(i);
     const float inv = st.l[i] > 0.0f ? 1.0f / st.l[i] : 0.0f;
-    for (int64_t e = 0; e < d.Dv; ++e) out[e] = st.acc[e * st.width + i] * inv;
+    for (int64_t e = 0; e < d.Dv; ++e) out[e] = st.acc[e * kWidth + i] * inv;
   }
 }
 
@@ -407,18 +403,18 @@ void mha(const Tensor& dst, const Dims& d, const CpuThread& th) {
   // Items dealt round-robin (later token blocks see more keys, so contiguous ranges would not
   // balance) head by head: the team works through one head's K and V at a time, which then stay in
   // the last-level cache for all its token blocks instead of coming from memory for each.
-  const int64_t blocks = (d.T + kMaxWidth - 1) / kMaxWidth;
+  const int64_t blocks = (d.T + kWidth - 1) / kWidth;
   for (int64_t item = th.ith; item < blocks * d.H; item += th.nth) {
-    const int64_t t0 = (item % blocks) * kMaxWidth, h = item / blocks;
+    const int64_t t0 = (item % blocks) * kWidth, h = item / blocks;
     QueryLanes lanes;
-    lanes.n = std::min(kMaxWidth, d.T - t0);
+    lanes.n = std::min(kWidth, d.T - t0);
     for (int64_t i = 0; i < lanes.n; ++i) {
       lanes.q[i] = q.f32_row(h, t0 + i);
       lanes.visible[i] = visible_keys(dst, d, t0 + i);
     }
     const KvInt16 head = all.from_pair(d, h * d.pairs);
     PassState st;
-    pass<kMaxVecs>(dst, d, buf, lanes, 0, d.N, [&](int64_t jb, int64_t) { return head.from_pair(d, jb / 2); }, st);
+    pass(dst, d, buf, lanes, 0, d.N, [&](int64_t jb, int64_t) { return head.from_pair(d, jb / 2); }, st);
     write_outputs(d, lanes, st, [&](int64_t i) { return dst.f32_row(h, t0 + i); });
   }
 }
@@ -434,11 +430,11 @@ bool grouped_applies(const Dims& d, const Tensor& dst) {
   return grouped_takes(d.G) && cache_type(dst.src[1]->type) && cache_type(dst.src[2]->type);
 }
 
-// Per thread: the pass buffers, one key block's 16-bit K and V, and a partial state [m[W], l[W],
-// acc[W][Dv]] for the split-keys mode.
+// Per thread: the pass buffers, one key block's 16-bit K and V, and a partial state [m[kWidth], l[kWidth],
+// acc[kWidth][Dv]] for the split-keys mode.
 size_t grouped_partial_offset(const Dims& d) { return PassBuffers::bytes(d) + KvInt16::bytes(d, kBlock / 2); }
 size_t grouped_per_thread(const Dims& d) {
-  return grouped_partial_offset(d) + align64(kMaxWidth * (d.Dv + 2) * sizeof(float));
+  return grouped_partial_offset(d) + align64(kWidth * (d.Dv + 2) * sizeof(float));
 }
 
 void grouped(const Tensor& dst, const Dims& d, const CpuThread& th) {
@@ -447,7 +443,7 @@ void grouped(const Tensor& dst, const Dims& d, const CpuThread& th) {
   const PassBuffers buf = PassBuffers::at(mine, d);
   const KvInt16 block = KvInt16::at(mine + PassBuffers::bytes(d), d, kBlock / 2);
   const Tensor& q = *dst.src[0];
-  const int64_t W = kMaxWidth, chunks = (d.G + W - 1) / W, items = d.T * d.Hkv * chunks;
+  const int64_t chunks = (d.G + kWidth - 1) / kWidth, items = d.T * d.Hkv * chunks;
 
   // Item -> token t, KV head hkv, and its heads [g0, g0 + lanes.n) on the lanes.
   struct Item {
@@ -458,8 +454,8 @@ void grouped(const Tensor& dst, const Dims& d, const CpuThread& th) {
     Item it;
     it.t = item / (d.Hkv * chunks);
     it.hkv = (item / chunks) % d.Hkv;
-    it.g0 = (item % chunks) * W;
-    it.lanes.n = std::min(W, d.G - it.g0);
+    it.g0 = (item % chunks) * kWidth;
+    it.lanes.n = std::min(kWidth, d.G - it.g0);
     for (int64_t i = 0; i < it.lanes.n; ++i) {
       it.lanes.q[i] = q.f32_row(it.hkv * d.G + it.g0 + i, it.t);
       it.lanes.visible[i] = visible_keys(dst, d, it.t);
@@ -471,7 +467,7 @@ void grouped(const Tensor& dst, const Dims& d, const CpuThread& th) {
       for (int64_t i = 0; i < (nk + 1) / 2; ++i) convert_pair(dst, d, it.hkv, jb / 2 + i, block.from_pair(d, i));
       return block;
     };
-    pass<kMaxVecs>(dst, d, buf, it.lanes, j0, j1, kv_at, st);
+    pass(dst, d, buf, it.lanes, j0, j1, kv_at, st);
   };
   auto out_rows = [&](const Item& it) { return [&](int64_t i) { return dst.f32_row(it.hkv * d.G + it.g0 + i, it.t); }; };
 
@@ -498,7 +494,7 @@ void grouped(const Tensor& dst, const Dims& d, const CpuThread& th) {
     for (int64_t g = 0; g < n; ++g) {
       part[g] = st.m[g];
       part[n + g] = st.l[g];
-      for (int64_t e = 0; e < d.Dv; ++e) part[2 * n + g * d.Dv + e] = st.acc[e * st.width + g];
+      for (int64_t e = 0; e < d.Dv; ++e) part[2 * n + g * d.Dv + e] = st.acc[e * kWidth + g];
     }
     th.barrier();
     auto [g0, g1] = split_range(n, th.ith, th.nth);
