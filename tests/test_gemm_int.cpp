@@ -15,6 +15,7 @@
 #include "ggml-like/core/fp16.h"
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/cpu/kernels.h"
+#include "ggml-like/quant/interleaved.h"
 #include "ggml-like/quant/kquants.h"
 #include "ggml-like/quant/legacy.h"
 #include "ggml-like/quant/quant.h"
@@ -77,11 +78,13 @@ void check(const Api& ig, Path path, const Case& k, uint32_t seed) {
   if (!ig.supports(k.type, k.n)) GTEST_SKIP() << "this kernel set has no " << ig.name << " GEMM: the float path is used";
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  // Every Q4_1 row offset: its min takes part throughout.
+  // Every Q4_1 row offset: its min takes part throughout. An interleaved type's rows are made as
+  // its plain type's and interleaved (quant/interleaved.h).
   const latte::testing::QuantizedRows q =
-      latte::testing::quantized_rows(k.type, k.rows, k.n, rng, normal, k.type == Type::Q4_1);
+      latte::testing::quantized_rows(ggl::plain_type(k.type), k.rows, k.n, rng, normal, k.type == Type::Q4_1);
   const size_t stride = q.stride;
-  const std::vector<uint8_t>& w = q.bytes;
+  std::vector<uint8_t> w = q.bytes;
+  if (ggl::is_interleaved(k.type)) ggl::interleave_rows(k.type, q.bytes.data(), w.data(), k.rows, k.n);
   const std::vector<float>& wf = q.values;
   // Activations with an outlier, a block of zeros and a tiny block, as real hidden states have.
   const std::vector<float> x = latte::testing::hidden_state_like(rng, normal, k.cols, k.n, 7);
@@ -119,7 +122,7 @@ void check(const Api& ig, Path path, const Case& k, uint32_t seed) {
           exact += static_cast<double>(wr[i]) * xc[i];
           magnitude += std::fabs(static_cast<double>(wr[i]) * xc[i]);
           amax = std::max(amax, std::fabs(static_cast<double>(xc[i])));
-          wabs += std::fabs(wr[i] - value_min(k.type, w.data() + r * stride, i));
+          wabs += std::fabs(wr[i] - value_min(k.type, q.bytes.data() + r * stride, i));
         }
         rounding += 0.5 * amax / ig.levels * wabs;
       }
@@ -249,6 +252,56 @@ TEST_P(PerKernelSet, Int16Q6KLargestWeightsDoNotOverflow) {
       }
       for (int64_t i = 0; i < cols * rows; ++i)
         ASSERT_FLOAT_EQ(y[i], 4096.0f * n) << (path == Path::kRows ? "rows" : "panels") << " at " << i;
+    }
+  }
+}
+
+// Q4_0 rows interleaved 8 at a time (quant/interleaved.h), which the sets with gemm_rows8.h read
+// as stored on the rows path and take back per block for the panels: a decode step's one column,
+// the few of a short batch (the rows walk takes 4 at a time), rows of one block and of many, more
+// groups than one 128 KiB walk, and panels of one, three and four groups.
+void check_interleaved(const Api& api, Path path) {
+  uint32_t seed = 4000;
+  const Type t = Type::Q4_0_R8;
+  for (const Case& k : {Case{t, 8, 32, 1}, Case{t, 40, 96, 1}, Case{t, 24, 2048, 3}, Case{t, 16, 160, 7},
+                        Case{t, 2200, 1408, 1}, Case{t, 304, 1408, 5}, Case{t, 96, 1408, 8}})
+    check(api, path, k, seed++);
+  for (int64_t rows : {8, 24, 32, 56})
+    for (int64_t cols = 1; cols <= 13; ++cols) check(api, path, Case{t, rows, 64, cols}, seed++);
+}
+
+TEST_P(PerKernelSet, Int16InterleavedRowsMatchExactProductWithinActivationRounding) {
+  check_interleaved(int16(), Path::kRows);
+  check_interleaved(int16(), Path::kPanels);
+}
+
+TEST_P(PerKernelSet, Int8InterleavedRowsMatchExactProductWithinActivationRounding) {
+  check_interleaved(int8(), Path::kRows);
+  check_interleaved(int8(), Path::kPanels);
+}
+
+// The largest sums the interleaved rows path adds up in 16 bits where the set has no VNNI
+// (gemm_rows8_x86.h): every weight 15 (value 7) times activations all at the top level of either
+// sign, which are exact: 7 * n * x.
+TEST_P(PerKernelSet, InterleavedRowsLargestProductsDoNotOverflow) {
+  constexpr int64_t n = 256, rows = 16;
+  for (const Api* ig : {&int16(), &int8()}) {
+    if (!ig->supports(Type::Q4_0_R8, n)) GTEST_SKIP() << "this kernel set does not take interleaved rows";
+    ggl::BlockQ4_0 block{};
+    block.d = ggl::f32_to_fp16(1.0f);
+    std::fill(std::begin(block.qs), std::end(block.qs), uint8_t{0xFF});
+    const std::vector<ggl::BlockQ4_0> plain(rows * n / 32, block);
+    std::vector<uint8_t> w(plain.size() * sizeof block);
+    ggl::interleave_rows(Type::Q4_0_R8, reinterpret_cast<const uint8_t*>(plain.data()), w.data(), rows, n);
+    for (float sign : {1.0f, -1.0f}) {
+      const std::vector<float> x(n, sign);
+      Aligned<uint8_t> column(ig->column_bytes(n));
+      ig->quantize_column(x.data(), n, column.get());
+      std::vector<float> y(rows);
+      const void* xs[] = {column.get()};
+      float* ys[] = {y.data()};
+      ig->multiply_rows(Type::Q4_0_R8, w.data(), ggl::row_bytes(Type::Q4_0_R8, n), rows, n, xs, ys, 1);
+      for (int64_t r = 0; r < rows; ++r) ASSERT_FLOAT_EQ(y[r], 7.0f * n * sign) << ig->name << " row " << r;
     }
   }
 }

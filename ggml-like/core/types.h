@@ -30,7 +30,12 @@ enum class Type : uint32_t {
   I64 = 27,
   F64 = 28,
   BF16 = 30,
+  // latte's own in-memory layouts, never read from or written to a file (ids from
+  // kFirstInternalType on): Q4_0 with 8 rows interleaved for the CPU's decode kernels
+  // (quant/interleaved.h).
+  Q4_0_R8 = (1u << 16) | 2,
 };
+inline constexpr uint32_t kFirstInternalType = 1u << 16;
 
 inline constexpr int kQuantBlock = 32;   // weights per block for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL
 inline constexpr int kSuperBlock = 256;  // weights per super-block for the K-quants and IQ4_XS
@@ -42,7 +47,7 @@ struct TypeTraits {
   bool quantized;
 };
 
-// Traits of a known type; std::nullopt for an id latte does not know.
+// Traits of a type a file may hold; std::nullopt for an id latte does not know (or an internal one).
 std::optional<TypeTraits> type_traits(uint32_t id);
 // ggml's name for a type id latte does not read (e.g. 16 -> "iq2_xxs", 39 -> "mxfp4"), for error
 // messages; std::nullopt where the id is not one ggml ever defined.
@@ -50,7 +55,7 @@ std::optional<std::string_view> foreign_type_name(uint32_t id);
 // Traits of a known type (precondition: the type is known).
 const TypeTraits& traits(Type t);
 inline std::string_view type_name(Type t) { return traits(t).name; }
-// Parses "f32", "q4_0", ... (case-insensitive); std::nullopt if unknown.
+// Parses "f32", "q4_0", ... (case-insensitive); std::nullopt if unknown or internal.
 std::optional<Type> type_from_name(std::string_view name);
 
 // Bytes of a row of n elements; n must be a multiple of the block size.

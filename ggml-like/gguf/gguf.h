@@ -113,6 +113,10 @@ class GgufFile {
   size_t file_size() const { return size_; }
   // Byte offset of the data section (tensor offsets are relative to it).
   uint64_t data_offset() const { return data_offset_; }
+  // Tells the system that t's bytes will not be read again (a copy replaced them): the mapping's
+  // whole pages inside them leave the process's memory (the page cache may keep them; a later
+  // read maps them back in). Nothing for a file parsed from memory.
+  void release(const TensorInfo& t) const;
 
  private:
   struct FromMemory {};

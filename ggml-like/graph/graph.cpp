@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "ggml-like/core/error.h"
+#include "ggml-like/quant/interleaved.h"
 #include "ggml-like/quant/quant.h"
 
 namespace ggl {
@@ -23,12 +24,24 @@ void require_f32_rows(Op op, const Tensor& a) {
   for (int d = 1; d < kMaxDims; ++d) require(a.nb[d] % sizeof(float) == 0, op, "expects float-aligned strides", a);
 }
 
+void require_rows(Op op, const Tensor& w) {
+  require(w.rows_contiguous(), op, "expects contiguous rows", w);
+  require(w.ne[0] % traits(w.type).block_size == 0, op, "row length is not a multiple of the block size", w);
+}
+
 void require_i32(Op op, const Tensor& a) { require(a.type == Type::I32, op, "expects i32 ids", a); }
 
 void require_weight(Op op, const Tensor& w) {
   require(is_weight_type(w.type), op, "unsupported element type", w);
-  require(w.rows_contiguous(), op, "expects contiguous rows", w);
-  require(w.ne[0] % traits(w.type).block_size == 0, op, "row length is not a multiple of the block size", w);
+  require_rows(op, w);
+}
+
+// Rows of a weight type or an interleaved one (quant/interleaved.h: whole groups of rows), which
+// the matrix products take.
+void require_matrix(Op op, const Tensor& w) {
+  require(is_weight_type(w.type) || is_interleaved(w.type), op, "unsupported element type", w);
+  require(!is_interleaved(w.type) || w.ne[1] % kInterleavedRows == 0, op, "interleaved rows are not whole groups", w);
+  require_rows(op, w);
 }
 
 // Size of a broadcast dimension: the larger one, which the smaller must divide.
@@ -198,7 +211,7 @@ Tensor* Graph::swiglu(Tensor* gate, Tensor* up) {
 }
 
 Tensor* Graph::mul_mat(Tensor* w, Tensor* x) {
-  require_weight(Op::kMulMat, *w);
+  require_matrix(Op::kMulMat, *w);
   require(w->nb[1] == row_bytes(w->type, w->ne[0]), Op::kMulMat, "expects packed weight rows", *w);
   require_f32_rows(Op::kMulMat, *x);
   if (w->ne[0] != x->ne[0])
@@ -221,7 +234,7 @@ Tensor* Graph::mul_mat_t(Tensor* w, Tensor* x) {
 }
 
 Tensor* Graph::mul_mat_id(Tensor* w, Tensor* x, Tensor* ids) {
-  require_weight(Op::kMulMatId, *w);
+  require_matrix(Op::kMulMatId, *w);
   require(w->nb[1] == row_bytes(w->type, w->ne[0]), Op::kMulMatId, "expects packed weight rows", *w);
   require(w->ne[3] == 1, Op::kMulMatId, "expects [K, N, experts]", *w);
   require_f32_rows(Op::kMulMatId, *x);

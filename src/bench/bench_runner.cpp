@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <set>
 
 #include <sys/resource.h>
 
@@ -109,8 +110,13 @@ std::vector<BenchTest> expand_tests(const BenchOptions& o) {
 uint64_t prefault_weights(const Model& model) {
   constexpr size_t kPage = 4096;
   uint64_t sum = 0;
-  for (const ggl::TensorInfo& t : model.file().tensors())
-    for (size_t off = 0; off < t.nbytes; off += kPage) sum += t.data[off];
+  // The weights the runs read (a repacked matrix's copy, not the file's released pages).
+  ModelWeights weights = model.weights();
+  std::set<WeightRef> seen;
+  for_each_weight(weights, [&](WeightRef& t) {
+    if (t && seen.insert(t).second)
+      for (size_t off = 0; off < t->nbytes; off += kPage) sum += t->data[off];
+  });
   return sum;
 }
 

@@ -84,7 +84,7 @@ int cmd_bench(int argc, char** argv) {
   const std::vector<bench::BenchTest> tests = bench::expand_tests(opts);  // validates the lists
 
   if (model_path.empty()) model_path = default_model_path();
-  const Model model(model_path);
+  const Model model(model_path, session_flags.model_options());
   const bench::ModelSummary summary = bench::summarize_model(model, model_path);
   const auto largest = std::max_element(tests.begin(), tests.end(), [](const auto& a, const auto& b) {
     return a.n_depth + a.n_tokens() < b.n_depth + b.n_tokens();

@@ -79,7 +79,7 @@ int cmd_run(int argc, char** argv) {
 
   const auto load_start = Clock::now();
   if (model_path.empty()) model_path = default_model_path();
-  const Model model(model_path);
+  const Model model(model_path, session_flags.model_options());
   const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model.file());
   Session session(model, session_options);
   Sampler sampler(sampling);

@@ -10,6 +10,7 @@ constexpr LlamaSpelling kSpellings[] = {
     {"--gpu-layers", "--n-gpu-layers", ""},
     {"-ot", "--override-tensor", ""},
     {"-nopo", "--no-op-offload", ""},
+    {"-nr", "--no-repack", ""},
     // llama.cpp's -fa took no value before it became -fa on|off|auto; a bare one means on.
     {"-fa", "--flash-attn", "on"},
     {"--flash-attn", "--flash-attn", "on"},

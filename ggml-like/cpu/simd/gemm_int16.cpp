@@ -1,11 +1,12 @@
 // kInt16Gemm (int_gemm.h): 16-bit activations, a pair of 16-bit products per 32-bit lane
 // (gemm_steps.h's Pairs: VPDPWSSD on AVX-512, VPMADDWD + VPADDD on AVX2). Layouts:
 //   column: int16 q[n] | float scale[n/32] | float sum[n/32] | float offset[n/32] | float
-//           hi_offset[n/32] | int8 hi[n] | uint8 lo[n] | float skew_sum[n/32], each part 64-byte
-//           aligned; the block value is scale * q, sum is the float sum of the block's activations
-//           (for Q4_1's min), skew_sum the sum of its first 16 minus that of its last 16 (for
-//           Q2_K's two mins per 32), and the rest serve the rows path: q = 256 * hi + lo, offset
-//           is scale times the sum of the block's q, hi_offset scale * 4096 times the sum of its hi.
+//           hi_offset[n/32] | int8 hi[n] | uint8 lo[n] | float skew_sum[n/32] | int32 qsum[n/32],
+//           each part 64-byte aligned; the block value is scale * q, sum is the float sum of the
+//           block's activations (for Q4_1's min), skew_sum the sum of its first 16 minus that of
+//           its last 16 (for Q2_K's two mins per 32), and the rest serve the rows paths: q = 256 *
+//           hi + lo, qsum is the sum of the block's q, offset scale * qsum, hi_offset scale * 4096
+//           times the sum of its hi.
 //   panel:  per block of 32 weights: 32 / kLanes lane groups of kLanes rows, each 16 vectors (one
 //           per pair of weights) whose lane r holds that pair of row r as two int16; then the
 //           rows' scales [32], mins [32] and skews [32] as floats (gemm_panel.h).
@@ -21,6 +22,7 @@
 
 #include "ggml-like/cpu/simd/gemm_panel.h"
 #include "ggml-like/cpu/simd/gemm_rows.h"
+#include "ggml-like/cpu/simd/gemm_rows8.h"
 #include "ggml-like/cpu/simd/simd_kernels.h"
 #if GGL_INT_GEMM
 #include "ggml-like/cpu/arch/kquant_unpack.h"  // GGL_INT16_UNPACK: the K-quant / IQ4 / Q5 types
@@ -38,7 +40,7 @@ constexpr int32_t kLevels = 16383;
 
 size_t scales_bytes(int64_t n) { return round64(n / kBlock * sizeof(float)); }
 
-size_t column_bytes(int64_t n) { return round64(n * sizeof(int16_t)) + 5 * scales_bytes(n) + 2 * round64(n); }
+size_t column_bytes(int64_t n) { return round64(n * sizeof(int16_t)) + 6 * scales_bytes(n) + 2 * round64(n); }
 
 struct Column {
   const int16_t* q;
@@ -49,6 +51,7 @@ struct Column {
   const int8_t* hi;
   const uint8_t* lo;
   const float* skew_sum;
+  const int32_t* qsum;
 };
 
 // 16-bit activations: a step adds a pair of weight-activation products per lane.
@@ -64,7 +67,8 @@ struct Format {
             reinterpret_cast<const float*>(base + q + s),      reinterpret_cast<const float*>(base + q + 2 * s),
             reinterpret_cast<const float*>(base + q + 3 * s),  reinterpret_cast<const int8_t*>(base + q + 4 * s),
             reinterpret_cast<const uint8_t*>(base + q + 4 * s + round64(n)),
-            reinterpret_cast<const float*>(base + q + 4 * s + 2 * round64(n))};
+            reinterpret_cast<const float*>(base + q + 4 * s + 2 * round64(n)),
+            reinterpret_cast<const int32_t*>(base + q + 5 * s + 2 * round64(n))};
   }
   // Q4_0's offset of 8 comes off while unpacking (its weights are signed 16-bit integers here).
   static int32_t zero_point(Type) { return 0; }
@@ -109,12 +113,29 @@ struct RowsFormat {
 #endif
 };
 
+#if GGL_ROWS8
+// The rows path on interleaved rows (gemm_rows8.h): the weights times the activations' low and
+// high bytes (q = 256 * hi + lo) at 4u.. and 16 + 4u...
+struct Rows8Format {
+  using Steps = gemm_rows8_steps::Bytes;
+  using Column = GGL_ISA::Column;
+  static Column view(const void* p, int64_t n) { return Format::view(p, n); }
+  static Steps::Sum add(Steps::Sum s, const gemm_rows8_steps::Nibbles& w, const Column& c, int64_t b, int u) {
+    const int64_t at = b * kBlock + 4 * u;
+    return Steps::add(s, w, c.lo + at, c.lo + at + kBlock / 2, c.hi + at, c.hi + at + kBlock / 2);
+  }
+  static float scale(const Column& c, int64_t b) { return c.scale[b]; }
+  static int32_t qsum(const Column& c, int64_t b) { return c.qsum[b]; }
+};
+#endif
+
 size_t panel_bytes(int64_t n) { return n / kBlock * gemm_panel::PanelBlock<Format>::kBytes; }
 
 // Values per block of the types this set takes: Q4_0 / Q4_1 / Q8_0, and where the set unpacks
 // them (kquant_unpack.h) the K-quant / IQ4 / Q5 types; 0 for the others.
 int64_t block_values(Type t) {
   if (t == Type::Q4_0 || t == Type::Q4_1 || t == Type::Q8_0) return kBlock;
+  if (gemm_rows8::takes(t)) return kBlock;
 #if GGL_INT16_UNPACK
   return unpack16::block_values(t);
 #else
@@ -139,6 +160,9 @@ void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64
 
 void multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, const void* const* columns,
                    float* const* y, int64_t n_cols) {
+#if GGL_ROWS8
+  if (t == Type::Q4_0_R8) return gemm_rows8::multiply_rows<Rows8Format>(w, row_stride, rows, n, columns, y, n_cols);
+#endif
 #if GGL_INT16_UNPACK
   if (unpack16::with_kind(t, [&]<class Kind>() {
         gemm_rows::multiply_unpacked_rows<RowsFormat, Kind>(w, row_stride, rows, n, columns, y, n_cols);
@@ -160,6 +184,7 @@ void quantize_column(const float* x, int64_t n, void* column) {
   auto* hi = reinterpret_cast<int8_t*>(base + q_bytes + 4 * s_bytes);
   auto* lo = reinterpret_cast<uint8_t*>(base + q_bytes + 4 * s_bytes + round64(n));
   auto* skew_sum = reinterpret_cast<float*>(base + q_bytes + 4 * s_bytes + 2 * round64(n));
+  auto* qsum = reinterpret_cast<int32_t*>(base + q_bytes + 5 * s_bytes + 2 * round64(n));
   for (int64_t b = 0; b < n / kBlock; ++b) {
     const gemm_panel::QuantizedBlock block = gemm_panel::quantize_block(x + b * kBlock, static_cast<float>(kLevels));
     scale[b] = block.scale;
@@ -175,6 +200,7 @@ void quantize_column(const float* x, int64_t n, void* column) {
       q_sum += v;
       hi_sum += v >> 8;
     }
+    qsum[b] = q_sum;
     offset[b] = block.scale * static_cast<float>(q_sum);
     hi_offset[b] = block.scale * 4096.0f * static_cast<float>(hi_sum);
   }

@@ -16,6 +16,7 @@
 
 #include "ggml-like/cpu/simd/gemm_panel.h"
 #include "ggml-like/cpu/simd/gemm_rows.h"
+#include "ggml-like/cpu/simd/gemm_rows8.h"
 #include "ggml-like/cpu/simd/simd_kernels.h"
 
 namespace ggl::GGL_ISA {
@@ -64,7 +65,8 @@ struct Format {
 size_t panel_bytes(int64_t n) { return n / kBlock * gemm_panel::PanelBlock<Format>::kBytes; }
 
 bool supports(Type t, int64_t n) {
-  return int_gemm_enabled() && (t == Type::Q4_0 || t == Type::Q4_1) && n > 0 && n % kBlock == 0;
+  return int_gemm_enabled() && (t == Type::Q4_0 || t == Type::Q4_1 || gemm_rows8::takes(t)) && n > 0 &&
+         n % kBlock == 0;
 }
 
 void quantize_column(const float* x, int64_t n, void* column) {
@@ -105,6 +107,30 @@ struct RowsFormat {
   static auto sums(const Steps::Weights& w, const Column& c, int64_t b) { return Steps::sums(w, c.q + b * kBlock); }
 };
 
+#if GGL_ROWS8
+// The rows path on interleaved rows (gemm_rows8.h): quads u of a block's low and high nibbles times
+// the activation bytes 4u.. and 16 + 4u...
+struct Rows8Format {
+  using Steps = gemm_rows8_steps::Quads;
+  using Column = GGL_ISA::Column;
+  static Column view(const void* p, int64_t n) { return Format::view(p, n); }
+  static Steps::Sum add(Steps::Sum s, const gemm_rows8_steps::Nibbles& w, const Column& c, int64_t b, int u) {
+    const int8_t* x = c.q + b * kBlock + 4 * u;
+    return Steps::add(s, w, x, x + kBlock / 2);
+  }
+  static float scale(const Column& c, int64_t b) { return c.scale[b]; }
+  static int32_t qsum(const Column& c, int64_t b) { return c.qsum[b]; }
+};
+#endif
+
+void multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, const void* const* columns,
+                   float* const* y, int64_t n_cols) {
+#if GGL_ROWS8
+  if (t == Type::Q4_0_R8) return gemm_rows8::multiply_rows<Rows8Format>(w, row_stride, rows, n, columns, y, n_cols);
+#endif
+  gemm_rows::multiply_rows<RowsFormat>(t, w, row_stride, rows, n, columns, y, n_cols);
+}
+
 #endif
 
 }  // namespace
@@ -112,7 +138,7 @@ struct RowsFormat {
 #if GGL_INT_GEMM
 const IntGemm kInt8Gemm{"int8",         127,         supports, column_bytes, quantize_column, panel_bytes,
                         gemm_panel::pack_panel<Format>, gemm_panel::multiply_panel<Format>,
-                        gemm_rows::multiply_rows<RowsFormat>};
+                        multiply_rows};
 #else  // no integer steps for this set (gemm_steps.h)
 const IntGemm kInt8Gemm = unavailable_int_gemm("int8", 127);
 #endif

@@ -25,6 +25,8 @@
 
 #include "ggml-like/core/types.h"
 #include "ggml-like/cpu/int_gemm.h"
+#include "ggml-like/core/fp16.h"
+#include "ggml-like/quant/interleaved.h"
 #include "ggml-like/quant/quant.h"
 
 namespace ggl::GGL_ISA::gemm_panel {
@@ -187,7 +189,10 @@ void multiply_columns(const Tile& tile, int64_t rows, const Column* cols, float*
 // as floats, and Format::pack_group(t, qs, out) writing the group's step vectors from the rows'
 // quants (qs[r]: row r's quants; past `rows`, zeros).
 template <class Format>
+void pack_interleaved_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, void* panel);
+template <class Format>
 void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, void* panel) {
+  if (is_interleaved(t)) return pack_interleaved_panel<Format>(t, w, row_stride, rows, n, panel);
   using Block = PanelBlock<Format>;
   const size_t block_bytes = traits(t).block_bytes;
   const size_t qs_offset = (t == Type::Q4_1 ? 2 : 1) * sizeof(uint16_t);  // after d (and m)
@@ -213,6 +218,41 @@ void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64
       const uint8_t* qs[kLanes];
       for (int64_t r = 0; r < kLanes; ++r) qs[r] = r < count ? blocks + r * row_stride + qs_offset : zeros;
       Format::pack_group(t, qs, pb + g * Block::kGroupBytes);
+    }
+  }
+}
+
+// pack_panel for interleaved rows (Q4_0_R8, quant/interleaved.h; `rows` a multiple of 8): each
+// block of a group of 8 rows is taken back to the rows' plain blocks on the stack and packed as
+// the plain type's (prefill only: the decode path reads the interleaved layout as it is).
+template <class Format>
+void pack_interleaved_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, void* panel) {
+  using Block = PanelBlock<Format>;
+  constexpr int64_t kSpan = kInterleavedRows;
+  static_assert(kLanes % kSpan == 0, "a lane group is whole interleaved groups");
+  alignas(64) uint8_t qs[kLanes][kQuantBlock / 2] = {};
+  alignas(64) float scales[kLanes] = {};
+  uint16_t halves[kSpan];
+  const uint8_t* rows_qs[kLanes];
+  for (int64_t r = 0; r < kLanes; ++r) rows_qs[r] = qs[r];
+  auto* out = static_cast<uint8_t*>(panel);
+  for (int64_t g = 0; g < kGroups; ++g) {
+    const int64_t count = std::clamp<int64_t>(rows - g * kLanes, 0, kLanes);
+    for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+      uint8_t* pb = out + b * Block::kBytes;
+      for (int64_t i = 0; i < kLanes / kSpan; ++i) {
+        const int64_t r0 = i * kSpan;
+        if (r0 >= count) {
+          std::fill_n(&qs[r0][0], kSpan * kQuantBlock / 2, uint8_t{0});
+          std::fill_n(scales + r0, kSpan, 0.0f);
+          continue;
+        }
+        deinterleave_block(w + (g * kLanes + r0) * row_stride, b, halves, qs + r0);
+        for (int64_t r = 0; r < kSpan; ++r) scales[r0 + r] = fp16_to_f32(halves[r]);
+      }
+      VecF::load_aligned(scales).store_aligned(reinterpret_cast<float*>(pb + Block::kScalesOffset) + g * kLanes);
+      VecF(0.0f).store_aligned(reinterpret_cast<float*>(pb + Block::kMinsOffset) + g * kLanes);
+      if (count > 0) Format::pack_group(plain_type(t), rows_qs, pb + g * Block::kGroupBytes);
     }
   }
 }
@@ -285,6 +325,7 @@ void multiply_panel(Type t, const void* panel, int64_t rows, int64_t n, const vo
   typename Format::Column cols[kBatch];
   const auto* p = static_cast<const uint8_t*>(panel);
   const int64_t blocks = n / kQuantBlock;
+  t = plain_type(t);  // an interleaved type's panels are its plain type's
   const int32_t zero_point = Format::zero_point(t);
   for (int64_t c0 = 0; c0 < n_cols; c0 += kBatch) {
     const int64_t count = std::min(kBatch, n_cols - c0);

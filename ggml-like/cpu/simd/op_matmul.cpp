@@ -2,9 +2,11 @@
 // faster kernels plug in there; this file only decides which rows and columns each thread takes.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "ggml-like/cpu/cpu_kernels.h"
 #include "ggml-like/cpu/int_gemm.h"
+#include "ggml-like/quant/interleaved.h"
 #include "ggml-like/quant/quant.h"
 
 #include "ggml-like/cpu/simd/simd_kernels.h"
@@ -17,6 +19,32 @@ namespace {
 inline const uint8_t* batch_ptr(const Tensor& t, const Tensor& dst, int64_t b) {
   const int64_t b2 = b % dst.ne[2], b3 = b / dst.ne[2];
   return t.bytes() + (b2 / (dst.ne[2] / t.ne[2])) * t.nb[2] + (b3 / (dst.ne[3] / t.ne[3])) * t.nb[3];
+}
+
+// Rows a thread's share of an interleaved matrix is made of: whole groups.
+int64_t row_unit(Type t) { return is_interleaved(t) ? kInterleavedRows : 1; }
+
+// split_range over rows in whole units.
+std::pair<int64_t, int64_t> split_rows(int64_t n, int64_t unit, int ith, int nth) {
+  const auto [u0, u1] = split_range(n / unit, ith, nth);
+  return {u0 * unit, u1 * unit};
+}
+
+// matmul (dot.h) over rows [row_begin, row_end) of w, which may be interleaved (then the range is
+// whole groups): the float path reads plain rows, so each group is taken back first. Only
+// products the integer GEMMs do not take come here (they take every interleaved matrix unless
+// they are switched off, e.g. by a test comparing against float32).
+void float_matmul(Type t, const uint8_t* w, int64_t rows, int64_t n, const float* x, int64_t x_stride, int64_t n_cols,
+                  float* y, int64_t y_stride, int64_t row_begin, int64_t row_end) {
+  if (!is_interleaved(t)) return matmul(t, w, rows, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
+  const size_t rb = row_bytes(t, n);
+  thread_local std::vector<uint8_t> plain;
+  plain.resize(kInterleavedRows * rb);
+  for (int64_t r = row_begin; r < row_end; r += kInterleavedRows) {
+    deinterleave_group(t, w + r * rb, plain.data(), n);
+    matmul(plain_type(t), plain.data(), kInterleavedRows, n, x, x_stride, n_cols, y + r, y_stride, 0,
+           kInterleavedRows);
+  }
 }
 
 }  // namespace
@@ -136,7 +164,7 @@ void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
   const int64_t batches = dst.ne[2] * dst.ne[3];
   const int64_t x_stride = static_cast<int64_t>(x.nb[1] / sizeof(float));
   // Threads take contiguous ranges of the flattened (batch, output row) space.
-  auto [r0, r1] = split_range(batches * N, th.ith, th.nth);
+  auto [r0, r1] = split_rows(batches * N, row_unit(w.type), th.ith, th.nth);
   for (int64_t r = r0; r < r1;) {
     const int64_t b = r / N, n0 = r % N, n1 = std::min(N, n0 + (r1 - r));
     float* y = reinterpret_cast<float*>(dst.bytes() + b * dst.nb[2]);  // packed: dims 2, 3 flatten
@@ -149,8 +177,8 @@ void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
       }
       gemm->multiply_rows(w.type, batch_ptr(w, dst, b) + n0 * w.nb[1], w.nb[1], n1 - n0, K, xs, ys, M);
     } else {
-      matmul(w.type, batch_ptr(w, dst, b), N, K, reinterpret_cast<const float*>(batch_ptr(x, dst, b)), x_stride, M,
-             y, N, n0, n1);
+      float_matmul(w.type, batch_ptr(w, dst, b), N, K, reinterpret_cast<const float*>(batch_ptr(x, dst, b)), x_stride,
+                  M, y, N, n0, n1);
     }
     r += n1 - n0;
   }
@@ -292,7 +320,7 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
     }
   }
 
-  auto [n0, n1] = split_range(N, th.ith, th.nth);
+  auto [n0, n1] = split_rows(N, row_unit(w.type), th.ith, th.nth);
   if (n0 >= n1) return;
   const int64_t rows = n1 - n0;
   for (int64_t e = 0; e < E; ++e) {
@@ -319,7 +347,7 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
         const int64_t slot = pairs[p0 + c] % k_used, t = pairs[p0 + c] / k_used;
         std::memcpy(xt + c * K, x.f32_row(slot % S, t), K * sizeof(float));
       }
-      matmul(w.type, we, rows, K, xt, K, cols, yt, rows, 0, rows);
+      float_matmul(w.type, we, rows, K, xt, K, cols, yt, rows, 0, rows);
       for (int64_t c = 0; c < cols; ++c) {
         const int64_t slot = pairs[p0 + c] % k_used, t = pairs[p0 + c] / k_used;
         std::memcpy(dst.f32_row(slot, t) + n0, yt + c * rows, rows * sizeof(float));

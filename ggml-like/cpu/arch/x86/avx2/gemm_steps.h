@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ggml-like/cpu/arch/x86/gemm_rows8_x86.h"
 #include "ggml-like/cpu/arch/x86/gemm_rows_x86.h"
 #include "ggml-like/cpu/arch/x86/x86_intrinsics.h"
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "ggml-like/cpu/arch/x86/gemm_rows8_x86.h"
 #include "ggml-like/cpu/arch/x86/gemm_rows_x86.h"
 #include "ggml-like/cpu/arch/x86/x86_intrinsics.h"
 

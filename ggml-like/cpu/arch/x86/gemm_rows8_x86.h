@@ -1,0 +1,101 @@
+// The x86 innermost steps of the decode rows path on 8 interleaved rows (cpu/simd/gemm_rows8.h,
+// layout: quant/interleaved.h), shared by the AVX2 and AVX-512 sets: 256-bit vectors whose lane r
+// is row r of the group, so a block's 4 bytes of activations are broadcast once for 8 rows.
+// Without VNNI (the avx2 set) the byte products are VPMADDUBSW pairs added up in 16 bits where
+// they cannot overflow; with VNNI (avx2vnni, avx512) VPDPBUSD adds each quad into 32 bits.
+// Included by the x86 sets' gemm_steps.h.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "ggml-like/cpu/arch/x86/x86_intrinsics.h"
+
+#define GGL_ROWS8 1
+
+namespace ggl::GGL_ISA::gemm_rows8_steps {
+
+// The 8 rows' fp16 block scales at p as floats, lane r for row r.
+inline __m256 scales(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+
+// Lane r of quads: 4 quant bytes of row r. lo: their low nibbles (4 consecutive weights), hi:
+// their high nibbles (the 4 weights 16 further on), as unsigned bytes 0..15.
+struct Nibbles {
+  __m256i lo, hi;
+};
+inline Nibbles nibbles(const uint8_t* quads) {
+  const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quads));
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  return {_mm256_and_si256(q, low4), _mm256_and_si256(_mm256_srli_epi16(q, 4), low4)};
+}
+
+// 4 activation bytes at p in every lane.
+inline __m256i broadcast4(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return _mm256_set1_epi32(v);
+}
+
+// Keeps a running sum in a register, in order (as gemm_steps.h's in_order: GCC would otherwise
+// rebuild a block's chain of adds into a tree that spills).
+inline __m256i in_order(__m256i v) {
+  asm("" : "+x"(v));
+  return v;
+}
+
+// 8-bit activations (signed bytes): per lane, the products of 4 + 4 weights with the activation
+// bytes at xl (the low nibbles' weights) and xh (the high nibbles').
+struct Quads {
+#if GGL_VNNI256
+  using Sum = __m256i;  // int32
+  static Sum zero() { return _mm256_setzero_si256(); }
+  static Sum add(Sum s, const Nibbles& w, const int8_t* xl, const int8_t* xh) {
+    return vnni256::dpbusd(vnni256::dpbusd(s, w.lo, broadcast4(xl)), w.hi, broadcast4(xh));
+  }
+  static __m256i total(Sum s) { return s; }
+#else
+  // 16-bit pair sums: a block's 8 VPMADDUBSW results of at most 2 * 15 * 127 each add up to at
+  // most 30480, below 32767.
+  using Sum = __m256i;
+  static Sum zero() { return _mm256_setzero_si256(); }
+  static Sum add(Sum s, const Nibbles& w, const int8_t* xl, const int8_t* xh) {
+    s = in_order(_mm256_add_epi16(s, _mm256_maddubs_epi16(w.lo, broadcast4(xl))));
+    return in_order(_mm256_add_epi16(s, _mm256_maddubs_epi16(w.hi, broadcast4(xh))));
+  }
+  static __m256i total(Sum s) { return _mm256_madd_epi16(s, _mm256_set1_epi16(1)); }
+#endif
+};
+
+// 16-bit activations split into bytes, x = 256 * hi + lo (hi signed, lo unsigned): the weights'
+// products with the low bytes and with the high bytes are summed apart and joined at the end.
+struct Bytes {
+  struct Sum {
+    __m256i lo, hi;
+  };
+  static Sum zero() { return {_mm256_setzero_si256(), _mm256_setzero_si256()}; }
+#if GGL_VNNI256
+  static Sum add(Sum s, const Nibbles& w, const uint8_t* lo_l, const uint8_t* lo_h, const int8_t* hi_l,
+                 const int8_t* hi_h) {
+    // The low bytes are the unsigned operand, the weights (0..15) the signed one.
+    s.lo = vnni256::dpbusd(vnni256::dpbusd(s.lo, broadcast4(lo_l), w.lo), broadcast4(lo_h), w.hi);
+    s.hi = vnni256::dpbusd(vnni256::dpbusd(s.hi, w.lo, broadcast4(hi_l)), w.hi, broadcast4(hi_h));
+    return s;
+  }
+  static __m256i total(Sum s) { return _mm256_add_epi32(s.lo, _mm256_slli_epi32(s.hi, 8)); }
+#else
+  // Low bytes: a VPMADDUBSW pair is at most 2 * 255 * 15 = 7650, so each step's two are widened
+  // to 32 bits at once (VPMADDWD). High bytes: at most 2 * 128 * 15 = 3840 a pair, a block's 8
+  // add up in 16 bits (30720) and are widened, times 256, once per block.
+  static Sum add(Sum s, const Nibbles& w, const uint8_t* lo_l, const uint8_t* lo_h, const int8_t* hi_l,
+                 const int8_t* hi_h) {
+    const __m256i lo = _mm256_add_epi16(_mm256_maddubs_epi16(broadcast4(lo_l), w.lo),
+                                        _mm256_maddubs_epi16(broadcast4(lo_h), w.hi));
+    s.lo = in_order(_mm256_add_epi32(s.lo, _mm256_madd_epi16(lo, _mm256_set1_epi16(1))));
+    s.hi = in_order(_mm256_add_epi16(s.hi, _mm256_maddubs_epi16(w.lo, broadcast4(hi_l))));
+    s.hi = in_order(_mm256_add_epi16(s.hi, _mm256_maddubs_epi16(w.hi, broadcast4(hi_h))));
+    return s;
+  }
+  static __m256i total(Sum s) { return _mm256_add_epi32(s.lo, _mm256_madd_epi16(s.hi, _mm256_set1_epi16(256))); }
+#endif
+};
+
+}  // namespace ggl::GGL_ISA::gemm_rows8_steps
