@@ -190,9 +190,13 @@ void multiply_columns(const Tile& tile, int64_t rows, const Column* cols, float*
 // quants (qs[r]: row r's quants; past `rows`, zeros).
 template <class Format>
 void pack_interleaved_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, void* panel);
+// Whether a lane group is whole groups of interleaved rows: only such sets take interleaved types
+// (gemm_rows8.h; NEON's lane groups are 4 rows, and its sets take none).
+inline constexpr bool kWholeInterleavedGroups = kLanes % kInterleavedRows == 0;
 template <class Format>
 void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, void* panel) {
-  if (is_interleaved(t)) return pack_interleaved_panel<Format>(t, w, row_stride, rows, n, panel);
+  if constexpr (kWholeInterleavedGroups)
+    if (is_interleaved(t)) return pack_interleaved_panel<Format>(t, w, row_stride, rows, n, panel);
   using Block = PanelBlock<Format>;
   const size_t block_bytes = traits(t).block_bytes;
   const size_t qs_offset = (t == Type::Q4_1 ? 2 : 1) * sizeof(uint16_t);  // after d (and m)
@@ -229,7 +233,6 @@ template <class Format>
 void pack_interleaved_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, void* panel) {
   using Block = PanelBlock<Format>;
   constexpr int64_t kSpan = kInterleavedRows;
-  static_assert(kLanes % kSpan == 0, "a lane group is whole interleaved groups");
   alignas(64) uint8_t qs[kLanes][kQuantBlock / 2] = {};
   alignas(64) float scales[kLanes] = {};
   uint16_t halves[kSpan];
