@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "ggml-like/core/error.h"
@@ -41,15 +42,19 @@ std::optional<ggl::Type> cpu_layout(const ggl::TensorInfo& t) {
 
 InterleavedWeights::InterleavedWeights(const ggl::GgufFile& file, const ModelWeights& file_weights)
     : weights_(file_weights) {
+  // The product slots' tensors the CPU takes interleaved, less any also in a slot that is not a
+  // product's weight (the tied token embeddings).
+  const std::vector<WeightRef*> products = product_slots(weights_);
   std::map<WeightRef, ggl::TensorInfo*> moved;
-  for (WeightRef* slot : product_slots(weights_))
-    if (*slot && !moved.count(*slot) && cpu_layout(**slot)) moved[*slot] = nullptr;
-  // A tensor also in a slot that is not a product's weight stays as it is.
-  ModelWeights all = file_weights;
-  std::vector<WeightRef*> products = product_slots(all);
-  for_each_weight(all, [&](WeightRef& r) {
-    if (r && moved.count(r) && std::find(products.begin(), products.end(), &r) == products.end()) moved.erase(r);
+  std::set<WeightRef> kept;
+  for_each_weight(weights_, [&](WeightRef& r) {
+    if (!r) return;
+    if (std::find(products.begin(), products.end(), &r) == products.end())
+      kept.insert(r);
+    else if (cpu_layout(*r))
+      moved.emplace(r, nullptr);
   });
+  for (WeightRef t : kept) moved.erase(t);
   if (moved.empty()) return;
   for (const auto& [from, to] : moved) bytes_ += aligned(from->nbytes);
   buffer_ = {static_cast<uint8_t*>(std::aligned_alloc(kAlign, bytes_)), std::free};

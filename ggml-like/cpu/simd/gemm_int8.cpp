@@ -110,16 +110,12 @@ struct RowsFormat {
 #if GGL_ROWS8
 // The rows path on interleaved rows (gemm_rows8.h): quads u of a block's low and high nibbles times
 // the activation bytes 4u.. and 16 + 4u...
-struct Rows8Format {
+struct Rows8Format : Format {  // Format's column and view
   using Steps = gemm_rows8_steps::Quads;
-  using Column = GGL_ISA::Column;
-  static Column view(const void* p, int64_t n) { return Format::view(p, n); }
   static Steps::Sum add(Steps::Sum s, const gemm_rows8_steps::Nibbles& w, const Column& c, int64_t b, int u) {
     const int8_t* x = c.q + b * kBlock + 4 * u;
     return Steps::add(s, w, x, x + kBlock / 2);
   }
-  static float scale(const Column& c, int64_t b) { return c.scale[b]; }
-  static int32_t qsum(const Column& c, int64_t b) { return c.qsum[b]; }
 };
 #endif
 

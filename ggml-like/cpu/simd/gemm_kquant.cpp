@@ -31,10 +31,10 @@ namespace {
 
 using gemm_rows_x86::sum_lanes;
 
-// out[c] = dot(row, column c) for C columns. Blocks alternate between two sets of accumulators
+// *out[c] = dot(row, column c) for C columns. Blocks alternate between two sets of accumulators
 // (two independent FMA chains per column).
 template <class Kind, int C>
-void row_times_columns(const uint8_t* row, int64_t blocks, const typename Kind::Column* cols, float* out) {
+void row_times_columns(const uint8_t* row, int64_t blocks, const typename Kind::Column* cols, float* const* out) {
   using Block = typename Kind::Block;
   const auto* w = reinterpret_cast<const Block*>(row);
   __m256 acc[2][C];
@@ -47,7 +47,7 @@ void row_times_columns(const uint8_t* row, int64_t blocks, const typename Kind::
     Kind::template add<C>(w[b + 1], cols, b + 1, acc[1]);
   }
   if (b < blocks) Kind::template add<C>(w[b], cols, b, acc[0]);
-  for (int c = 0; c < C; ++c) out[c] = sum_lanes(_mm256_add_ps(acc[0][c], acc[1][c]));
+  for (int c = 0; c < C; ++c) *out[c] = sum_lanes(_mm256_add_ps(acc[0][c], acc[1][c]));
 }
 
 // IntGemm::multiply_rows for one Kind (the walk: row_walk.h).
@@ -57,7 +57,7 @@ void multiply_rows_of(const uint8_t* w, size_t row_stride, int64_t rows, int64_t
   const int64_t blocks = n / Kind::kValues;
   using Column = typename Kind::Column;
   row_walk::walk<Column>(w, row_stride, rows, columns, y, n_cols, [&](const void* p) { return view_of(p, n); },
-                         [&]<int C>(const uint8_t* row, const Column* cols, float* out) {
+                         [&]<int C>(const uint8_t* row, const Column* cols, float* const* out) {
                            row_times_columns<Kind, C>(row, blocks, cols, out);
                          });
 }

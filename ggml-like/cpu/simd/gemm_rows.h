@@ -36,11 +36,11 @@ struct BlockScales {
   const float* skew_sum = nullptr;
 };
 
-// out[c] = dot(row, column c) for C columns, the row of type kType (Q4_0, Q4_1 or Q8_0). Blocks
+// *out[c] = dot(row, column c) for C columns, the row of type kType (Q4_0, Q4_1 or Q8_0). Blocks
 // alternate between two sets of accumulators (two independent FMA chains per column).
 template <class Format, Type kType, int C>
 void row_times_columns(const uint8_t* row, int64_t blocks, size_t block_bytes, const typename Format::Column* cols,
-                       float* out) {
+                       float* const* out) {
   using Steps = typename Format::Steps;
   constexpr bool kHasMin = kType == Type::Q4_1;
   constexpr size_t kQsOffset = (kHasMin ? 2 : 1) * sizeof(uint16_t);  // after d (and m)
@@ -83,7 +83,7 @@ void row_times_columns(const uint8_t* row, int64_t blocks, size_t block_bytes, c
     block(b + 1, acc[1]);
   }
   if (b < blocks) block(b, acc[0]);
-  for (int c = 0; c < C; ++c) out[c] = sum_lanes(radd(acc[0][c], acc[1][c]));
+  for (int c = 0; c < C; ++c) *out[c] = sum_lanes(radd(acc[0][c], acc[1][c]));
 }
 
 // IntGemm::multiply_rows for a Format (the walk: row_walk.h).
@@ -96,7 +96,7 @@ void multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, in
   auto view = [n](const void* p) { return Format::view(p, n); };
   auto walk = [&]<Type kType>() {
     row_walk::walk<Column>(w, row_stride, rows, columns, y, n_cols, view,
-                           [&]<int C>(const uint8_t* row, const Column* cols, float* out) {
+                           [&]<int C>(const uint8_t* row, const Column* cols, float* const* out) {
                              row_times_columns<Format, kType, C>(row, blocks, block_bytes, cols, out);
                            });
   };
@@ -109,7 +109,7 @@ void multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, in
   }
 }
 
-// out[c] = dot(row, column c) for C columns, for the types a Kind unpacks into 32-value sub-blocks
+// *out[c] = dot(row, column c) for C columns, for the types a Kind unpacks into 32-value sub-blocks
 // of 16-bit weights (value d * w + m per sub-block: cpu/arch/kquant_unpack.h): each weight
 // block is unpacked once, in registers, and every sub-block's 8 lane sums (Format::unpacked_sums)
 // are scaled by d times the column's step. Sub-blocks alternate between two sets of accumulators
@@ -117,7 +117,8 @@ void multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, in
 // latency-bound). A super-block's 8 mins multiply the column's 8 block sums in one vector step
 // (and Q2_K's 8 skews the 8 skew sums).
 template <class Format, class Kind, int C>
-void unpacked_row_times_columns(const uint8_t* row, int64_t blocks, const typename Format::Column* cols, float* out) {
+void unpacked_row_times_columns(const uint8_t* row, int64_t blocks, const typename Format::Column* cols,
+                                float* const* out) {
   constexpr int64_t kSubs = Kind::kValues / kQuantBlock;
   static_assert(kSubs == 1 || kSubs == kRowLanes, "a super-block's mins fill one vector");
   const auto* w = reinterpret_cast<const typename Kind::Block*>(row);
@@ -158,7 +159,7 @@ void unpacked_row_times_columns(const uint8_t* row, int64_t blocks, const typena
     block(i + 1, 1);
   }
   if (i < blocks) block(i, 0);
-  for (int c = 0; c < C; ++c) out[c] = sum_lanes(radd(radd(acc[0][c], acc[1][c]), min_acc[c]));
+  for (int c = 0; c < C; ++c) *out[c] = sum_lanes(radd(radd(acc[0][c], acc[1][c]), min_acc[c]));
 }
 
 // IntGemm::multiply_rows for the types a Kind unpacks (the walk: row_walk.h).
@@ -168,7 +169,7 @@ void multiply_unpacked_rows(const uint8_t* w, size_t row_stride, int64_t rows, i
   const int64_t blocks = n / Kind::kValues;
   using Column = typename Format::Column;
   row_walk::walk<Column>(w, row_stride, rows, columns, y, n_cols, [n](const void* p) { return Format::view(p, n); },
-                         [&]<int C>(const uint8_t* row, const Column* cols, float* out) {
+                         [&]<int C>(const uint8_t* row, const Column* cols, float* const* out) {
                            unpacked_row_times_columns<Format, Kind, C>(row, blocks, cols, out);
                          });
 }

@@ -2,8 +2,9 @@
 // by every weight format: rows go a block of about 128 KiB at a time (it stays in L2) and every
 // group of up to 4 columns walks the block before the next, one row after another (a sequential
 // walk lets the hardware prefetcher stream the rows), so the weights come from memory once however
-// many columns there are. What a row times C columns is, is the caller's (gemm_rows.h for
-// Q4_0/Q4_1/Q8_0, gemm_kquant.cpp for the K-quant, IQ4 and Q5 types).
+// many columns there are. What a row (or a unit of interleaved rows) times C columns is, is the
+// caller's (gemm_rows.h for Q4_0/Q4_1/Q8_0, gemm_kquant.cpp for the K-quant, IQ4 and Q5 types,
+// gemm_rows8.h for groups of 8 interleaved rows).
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -16,23 +17,25 @@ inline constexpr size_t kRowBlockBytes = 128 * 1024;
 // How far ahead of the block being multiplied a row's walk prefetches: covers the memory latency.
 inline constexpr size_t kPrefetchBytes = 2048;
 
-// y[c][r] for r < rows, c < n_cols: view(columns[c]) makes a Column, and
-// row_times.template operator()<C>(row, cols, out) writes out[c] = dot(row, cols[c]) for C columns.
-template <class Column, class View, class RowTimes>
-void walk(const uint8_t* w, size_t row_stride, int64_t rows, const void* const* columns, float* const* y,
-          int64_t n_cols, View view, RowTimes row_times) {
-  const int64_t block_rows = std::max<int64_t>(1, static_cast<int64_t>(kRowBlockBytes / row_stride));
+// y[c][r] for r < units * kUnitRows, c < n_cols, from `units` units of kUnitRows rows each,
+// unit_stride bytes apart (a plain row, or a group of interleaved rows): view(columns[c]) makes a
+// Column, and unit_times.template operator()<C>(unit, cols, out) writes out[c][0..kUnitRows) =
+// the unit's rows times cols[c], for C columns (out[c] points into y[c]).
+template <class Column, int64_t kUnitRows = 1, class View, class UnitTimes>
+void walk(const uint8_t* w, size_t unit_stride, int64_t units, const void* const* columns, float* const* y,
+          int64_t n_cols, View view, UnitTimes unit_times) {
+  const int64_t block_units = std::max<int64_t>(1, static_cast<int64_t>(kRowBlockBytes / unit_stride));
   Column cols[kMaxCols];
-  float out[kMaxCols];
-  for (int64_t r0 = 0; r0 < rows; r0 += block_rows) {
-    const int64_t r1 = std::min(rows, r0 + block_rows);
+  for (int64_t u0 = 0; u0 < units; u0 += block_units) {
+    const int64_t u1 = std::min(units, u0 + block_units);
     for (int64_t c0 = 0; c0 < n_cols; c0 += kMaxCols) {
       const int nc = static_cast<int>(std::min<int64_t>(kMaxCols, n_cols - c0));
       for (int c = 0; c < nc; ++c) cols[c] = view(columns[c0 + c]);
       auto rows_of = [&]<int C>() {
-        for (int64_t r = r0; r < r1; ++r) {
-          row_times.template operator()<C>(w + r * row_stride, cols, out);
-          for (int c = 0; c < C; ++c) y[c0 + c][r] = out[c];
+        for (int64_t u = u0; u < u1; ++u) {
+          float* out[C];
+          for (int c = 0; c < C; ++c) out[c] = y[c0 + c] + u * kUnitRows;
+          unit_times.template operator()<C>(w + u * unit_stride, cols, out);
         }
       };
       switch (nc) {
