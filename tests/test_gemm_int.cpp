@@ -256,13 +256,12 @@ TEST_P(PerKernelSet, Int16Q6KLargestWeightsDoNotOverflow) {
   }
 }
 
-// Q4_0 rows interleaved 8 at a time (quant/interleaved.h), which the sets with gemm_rows8.h read
-// as stored on the rows path and take back per block for the panels: a decode step's one column,
-// the few of a short batch (the rows walk takes 4 at a time), rows of one block and of many, more
-// groups than one 128 KiB walk, and panels of one, three and four groups.
-void check_interleaved(const Api& api, Path path) {
+// Q4_0 / Q8_0 rows interleaved 8 at a time (quant/interleaved.h), which the sets with
+// gemm_rows8.h read as stored on the rows path and take back per block for the panels: a decode
+// step's one column, the few of a short batch (the rows walk takes 4 at a time), rows of one block
+// and of many, more groups than one 128 KiB walk, and panels of one, three and four groups.
+void check_interleaved(const Api& api, Path path, Type t) {
   uint32_t seed = 4000;
-  const Type t = Type::Q4_0_R8;
   for (const Case& k : {Case{t, 8, 32, 1}, Case{t, 40, 96, 1}, Case{t, 24, 2048, 3}, Case{t, 16, 160, 7},
                         Case{t, 2200, 1408, 1}, Case{t, 304, 1408, 5}, Case{t, 96, 1408, 8}})
     check(api, path, k, seed++);
@@ -271,39 +270,48 @@ void check_interleaved(const Api& api, Path path) {
 }
 
 TEST_P(PerKernelSet, Int16InterleavedRowsMatchExactProductWithinActivationRounding) {
-  check_interleaved(int16(), Path::kRows);
-  check_interleaved(int16(), Path::kPanels);
+  for (Type t : {Type::Q4_0_R8, Type::Q8_0_R8}) {
+    check_interleaved(int16(), Path::kRows, t);
+    check_interleaved(int16(), Path::kPanels, t);
+  }
 }
 
 TEST_P(PerKernelSet, Int8InterleavedRowsMatchExactProductWithinActivationRounding) {
-  check_interleaved(int8(), Path::kRows);
-  check_interleaved(int8(), Path::kPanels);
+  check_interleaved(int8(), Path::kRows, Type::Q4_0_R8);
+  check_interleaved(int8(), Path::kPanels, Type::Q4_0_R8);
 }
 
-// The largest sums the interleaved rows path adds up in 16 bits where the set has no VNNI
-// (gemm_rows8_x86.h): every weight 15 (value 7) times activations all at the top level of either
-// sign, which are exact: 7 * n * x.
-TEST_P(PerKernelSet, InterleavedRowsLargestProductsDoNotOverflow) {
+// The largest sums the interleaved rows path adds up (in 16 bits where the set has no VNNI,
+// gemm_rows8_x86.h): every weight at its largest value (Q4_0: 15, value 7; Q8_0: 127) times
+// activations all at the top level of either sign, which are exact: value * n * x.
+template <class Block>
+void check_largest_products(const Api& ig, Type t, int quant, float value) {
   constexpr int64_t n = 256, rows = 16;
-  for (const Api* ig : {&int16(), &int8()}) {
-    if (!ig->supports(Type::Q4_0_R8, n)) GTEST_SKIP() << "this kernel set does not take interleaved rows";
-    ggl::BlockQ4_0 block{};
-    block.d = ggl::f32_to_fp16(1.0f);
-    std::fill(std::begin(block.qs), std::end(block.qs), uint8_t{0xFF});
-    const std::vector<ggl::BlockQ4_0> plain(rows * n / 32, block);
-    std::vector<uint8_t> w(plain.size() * sizeof block);
-    ggl::interleave_rows(Type::Q4_0_R8, reinterpret_cast<const uint8_t*>(plain.data()), w.data(), rows, n);
-    for (float sign : {1.0f, -1.0f}) {
-      const std::vector<float> x(n, sign);
-      Aligned<uint8_t> column(ig->column_bytes(n));
-      ig->quantize_column(x.data(), n, column.get());
-      std::vector<float> y(rows);
-      const void* xs[] = {column.get()};
-      float* ys[] = {y.data()};
-      ig->multiply_rows(Type::Q4_0_R8, w.data(), ggl::row_bytes(Type::Q4_0_R8, n), rows, n, xs, ys, 1);
-      for (int64_t r = 0; r < rows; ++r) ASSERT_FLOAT_EQ(y[r], 7.0f * n * sign) << ig->name << " row " << r;
-    }
+  if (!ig.supports(t, n)) return;
+  Block block{};
+  block.d = ggl::f32_to_fp16(1.0f);
+  std::fill(std::begin(block.qs), std::end(block.qs), static_cast<std::remove_cvref_t<decltype(block.qs[0])>>(quant));
+  const std::vector<Block> plain(rows * n / 32, block);
+  std::vector<uint8_t> w(plain.size() * sizeof block);
+  ggl::interleave_rows(t, reinterpret_cast<const uint8_t*>(plain.data()), w.data(), rows, n);
+  for (float sign : {1.0f, -1.0f}) {
+    const std::vector<float> x(n, sign);
+    Aligned<uint8_t> column(ig.column_bytes(n));
+    ig.quantize_column(x.data(), n, column.get());
+    std::vector<float> y(rows);
+    const void* xs[] = {column.get()};
+    float* ys[] = {y.data()};
+    ig.multiply_rows(t, w.data(), ggl::row_bytes(t, n), rows, n, xs, ys, 1);
+    for (int64_t r = 0; r < rows; ++r)
+      ASSERT_FLOAT_EQ(y[r], value * n * sign) << ig.name << " " << ggl::type_name(t) << " row " << r;
   }
+}
+
+TEST_P(PerKernelSet, InterleavedRowsLargestProductsDoNotOverflow) {
+  if (!int16().supports(Type::Q4_0_R8, 256)) GTEST_SKIP() << "this kernel set does not take interleaved rows";
+  for (const Api* ig : {&int16(), &int8()}) check_largest_products<ggl::BlockQ4_0>(*ig, Type::Q4_0_R8, 0xFF, 7.0f);
+  check_largest_products<ggl::BlockQ8_0>(int16(), Type::Q8_0_R8, 127, 127.0f);
+  check_largest_products<ggl::BlockQ8_0>(int16(), Type::Q8_0_R8, -127, -127.0f);
 }
 
 TEST_P(PerKernelSet, Int8PanelAndRowTails) {
@@ -334,6 +342,7 @@ TEST_P(PerKernelSet, Int16TakesWholeBlocksOfTheUnpackedTypes) {
 
 TEST_P(PerKernelSet, Int8TakesOnlyFourBitWeights) {
   EXPECT_FALSE(int8().supports(Type::Q8_0, 64));
+  EXPECT_FALSE(int8().supports(Type::Q8_0_R8, 64));
   EXPECT_FALSE(int8().supports(Type::F16, 64));
 }
 

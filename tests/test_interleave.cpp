@@ -1,4 +1,4 @@
-// Q4_0 matrices rewritten at load into 8 interleaved rows (src/model/interleave.h,
+// Q4_0 and Q8_0 matrices rewritten at load into 8 interleaved rows (src/model/interleave.h,
 // ggml-like/quant/interleaved.h): the layout itself, which tensors a model rewrites, and that a
 // repacked model computes what the file's layout does, with every kernel set (the sets with
 // interleaved kernels read it; the others never see it).
@@ -26,40 +26,54 @@ namespace {
 
 using ggl::Type;
 
-TEST(Interleave, LayoutPutsFourQuantBytesOfEachRowSideBySide) {
+// The layout of interleaved type t over plain type p: per group and block, the 8 scales, then
+// quant bytes 4u..4u+3 of row r at (u * 8 + r) * 4; and back again.
+void check_layout(Type t, Type p, size_t quant_bytes) {
   constexpr int64_t rows = 16, n = 64, blocks = n / 32;
-  std::vector<uint8_t> plain(ggl::row_bytes(Type::Q4_0, n) * rows);
+  const size_t block_bytes = 2 + quant_bytes;
+  std::vector<uint8_t> plain(ggl::row_bytes(p, n) * rows);
   std::mt19937 rng(3);
   for (uint8_t& b : plain) b = static_cast<uint8_t>(rng());
   std::vector<uint8_t> mixed(plain.size()), back(plain.size());
-  ggl::interleave_rows(Type::Q4_0_R8, plain.data(), mixed.data(), rows, n);
-  const auto* src = reinterpret_cast<const ggl::BlockQ4_0*>(plain.data());
+  ggl::interleave_rows(t, plain.data(), mixed.data(), rows, n);
   for (int64_t g = 0; g < rows / 8; ++g)
     for (int64_t b = 0; b < blocks; ++b) {
-      const uint8_t* at = mixed.data() + (g * blocks + b) * 144;
+      const uint8_t* at = mixed.data() + (g * blocks + b) * 8 * block_bytes;
       for (int64_t r = 0; r < 8; ++r) {
-        const ggl::BlockQ4_0& block = src[(g * 8 + r) * blocks + b];
-        EXPECT_EQ(std::memcmp(at + 2 * r, &block.d, 2), 0);
-        for (int u = 0; u < 4; ++u) EXPECT_EQ(std::memcmp(at + 16 + (u * 8 + r) * 4, block.qs + 4 * u, 4), 0);
+        const uint8_t* block = plain.data() + ((g * 8 + r) * blocks + b) * block_bytes;
+        EXPECT_EQ(std::memcmp(at + 2 * r, block, 2), 0);
+        for (size_t u = 0; u < quant_bytes / 4; ++u)
+          EXPECT_EQ(std::memcmp(at + 16 + (u * 8 + r) * 4, block + 2 + 4 * u, 4), 0) << ggl::type_name(t);
       }
     }
   for (int64_t g = 0; g < rows / 8; ++g)
-    ggl::deinterleave_group(Type::Q4_0_R8, mixed.data() + g * 8 * ggl::row_bytes(Type::Q4_0, n),
-                            back.data() + g * 8 * ggl::row_bytes(Type::Q4_0, n), n);
-  EXPECT_EQ(back, plain);
+    ggl::deinterleave_group(t, mixed.data() + g * 8 * ggl::row_bytes(p, n), back.data() + g * 8 * ggl::row_bytes(p, n),
+                            n);
+  EXPECT_EQ(back, plain) << ggl::type_name(t);
 }
 
-TEST(Interleave, OnlyWholeGroupsOfQ4_0RowsAndNeverInFiles) {
+TEST(Interleave, LayoutPutsFourQuantBytesOfEachRowSideBySide) {
+  check_layout(Type::Q4_0_R8, Type::Q4_0, 16);
+  check_layout(Type::Q8_0_R8, Type::Q8_0, 32);
+}
+
+TEST(Interleave, OnlyWholeGroupsOfQ4_0AndQ8_0RowsAndNeverInFiles) {
   EXPECT_EQ(ggl::interleaved_type(Type::Q4_0, 24), Type::Q4_0_R8);
+  EXPECT_EQ(ggl::interleaved_type(Type::Q8_0, 24), Type::Q8_0_R8);
   EXPECT_FALSE(ggl::interleaved_type(Type::Q4_0, 20));
-  EXPECT_FALSE(ggl::interleaved_type(Type::Q8_0, 24));
+  EXPECT_FALSE(ggl::interleaved_type(Type::Q8_0, 12));
+  EXPECT_FALSE(ggl::interleaved_type(Type::Q4_1, 24));
+  EXPECT_FALSE(ggl::interleaved_type(Type::Q6_K, 24));
   EXPECT_EQ(ggl::plain_type(Type::Q4_0_R8), Type::Q4_0);
+  EXPECT_EQ(ggl::plain_type(Type::Q8_0_R8), Type::Q8_0);
   // The GGUF reader and writer know the file types only.
-  EXPECT_FALSE(ggl::type_traits(static_cast<uint32_t>(Type::Q4_0_R8)));
-  EXPECT_FALSE(ggl::type_from_name("q4_0_r8"));
-  std::vector<uint8_t> bytes(ggl::row_bytes(Type::Q4_0, 32) * 8);
-  ggl::GgufWriter writer;
-  EXPECT_THROW(writer.add_tensor("w", Type::Q4_0_R8, {32, 8}, bytes.data()), ggl::Error);
+  for (Type t : {Type::Q4_0_R8, Type::Q8_0_R8}) {
+    EXPECT_FALSE(ggl::type_traits(static_cast<uint32_t>(t)));
+    EXPECT_FALSE(ggl::type_from_name(ggl::type_name(t)));
+    std::vector<uint8_t> bytes(ggl::row_bytes(ggl::plain_type(t), 32) * 8);
+    ggl::GgufWriter writer;
+    EXPECT_THROW(writer.add_tensor("w", t, {32, 8}, bytes.data()), ggl::Error);
+  }
 }
 
 // The last-position logits of a prompt, then of each of `decode` single-token steps.
@@ -75,30 +89,31 @@ std::vector<float> run(const latte::Model& model, const std::vector<int32_t>& to
   return out;
 }
 
-// A dense model quantized to Q4_0 (attention projections, feed-forward, output head), loaded as
-// repacked and as the file holds it: the repacked model interleaves every product matrix where the
-// set takes the layout (none on a set without interleaved kernels), and both give the same logits
-// up to float summation order, through the prompt's panels and the decode steps' rows. (A dense
-// model: on the random MoE fixtures a summation-order difference can flip a near-tie of the
-// router, which the fixture tests' thresholds absorb and an equality check would not.)
-TEST(Interleave, RepackedModelMatchesTheFileLayout) {
+// A dense model quantized to Q4_0 or Q8_0 (attention projections, feed-forward, output head),
+// loaded as repacked and as the file holds it: the repacked model interleaves every product matrix
+// where the set takes the layout (none on a set without interleaved kernels), and both give the
+// same logits up to float summation order, through the prompt's panels and the decode steps' rows.
+// (A dense model: on the random MoE fixtures a summation-order difference can flip a near-tie of
+// the router, which the fixture tests' thresholds absorb and an equality check would not.)
+void check_repacked_model(const char* type_name, Type file_type) {
   const std::string rel = "fixtures/llama-gqa-tiny-f32.gguf";
   LATTE_REQUIRE_SHARED(rel);
-  const std::string path = ::testing::TempDir() + "latte-interleave-q4_0.gguf";
+  const std::string path = ::testing::TempDir() + "latte-interleave-" + type_name + ".gguf";
   const auto q = latte::testing::run_latte("quantize --pure --no-progress " +
-                                           (latte::testing::shared_dir() / rel).string() + " " + path + " q4_0");
+                                           (latte::testing::shared_dir() / rel).string() + " " + path + " " + type_name);
   ASSERT_EQ(q.exit_code, 0) << q.out;
   std::vector<int32_t> tokens =
       latte::testing::read_token_file(latte::testing::shared_dir() / "fixtures/llama-gqa-tiny-f32.tokens.txt");
   tokens.resize(std::min<size_t>(tokens.size(), 24));
+  const Type interleaved = *ggl::interleaved_type(file_type, 8);
   latte::testing::for_each_kernel_set([&](const ggl::CpuKernels&) {
     const latte::Model plain(path, {.repack = false});
     const latte::Model repacked(path);
     EXPECT_EQ(plain.interleaved(), nullptr);
-    const bool takes = ggl::int16_gemm().supports(Type::Q4_0_R8, plain.hparams().n_embd);
+    const bool takes = ggl::int16_gemm().supports(interleaved, plain.hparams().n_embd);
     ASSERT_EQ(repacked.interleaved() != nullptr, takes);
     if (takes) {
-      // Every Q4_0 matrix but the token embeddings is rewritten.
+      // Every matrix of the file's type but the token embeddings is rewritten.
       std::set<std::string> rewritten;
       latte::ModelWeights w = repacked.weights();
       latte::for_each_weight(w, [&](latte::WeightRef& t) {
@@ -106,18 +121,21 @@ TEST(Interleave, RepackedModelMatchesTheFileLayout) {
       });
       EXPECT_EQ(rewritten.size(), repacked.interleaved()->tensors());
       for (const ggl::TensorInfo& t : plain.file().tensors())
-        EXPECT_EQ(rewritten.count(t.name) == 1, t.type == Type::Q4_0 && t.name != "token_embd.weight") << t.name;
+        EXPECT_EQ(rewritten.count(t.name) == 1, t.type == file_type && t.name != "token_embd.weight") << t.name;
     }
     const int decode = 6;
     const std::vector<float> want = run(plain, tokens, decode), got = run(repacked, tokens, decode);
     const latte::testing::LogitMetrics m = latte::testing::compare_logits(want, got, plain.hparams().n_vocab);
-    std::printf("[repacked vs file layout] nrmse %.3g\n", m.nrmse);
+    std::printf("[%s repacked vs file layout] nrmse %.3g\n", type_name, m.nrmse);
     // The two orders of float sums differ by ~1e-6 of a product (the 16-bit activations' own
     // rounding moves it ~1e-3); over the decode steps the logits measured ~5e-5 apart.
     EXPECT_LT(m.nrmse, 5e-4);
   });
   std::remove(path.c_str());
 }
+
+TEST(Interleave, RepackedQ4_0ModelMatchesTheFileLayout) { check_repacked_model("q4_0", Type::Q4_0); }
+TEST(Interleave, RepackedQ8_0ModelMatchesTheFileLayout) { check_repacked_model("q8_0", Type::Q8_0); }
 
 // --no-repack (llama.cpp's -nr) is accepted by the commands that load a model.
 TEST(Interleave, NoRepackFlagIsAccepted) {

@@ -114,13 +114,24 @@ struct RowsFormat {
 };
 
 #if GGL_ROWS8
-// The rows path on interleaved rows (gemm_rows8.h): the weights times the activations' low and
-// high bytes (q = 256 * hi + lo) at 4u.. and 16 + 4u...
-struct Rows8Format : Format {  // Format's column and view
+// The rows path on interleaved rows (gemm_rows8.h). Q4_0_R8: the weights times the activations'
+// low and high bytes (q = 256 * hi + lo) at 4u.. and 16 + 4u...
+struct Rows8Q4Format : Format {  // Format's column and view
   using Steps = gemm_rows8_steps::Bytes;
-  static Steps::Sum add(Steps::Sum s, const gemm_rows8_steps::Nibbles& w, const Column& c, int64_t b, int u) {
+  static constexpr int kQuads = kBlock / 2 / 4;
+  static constexpr int32_t kZeroPoint = 8;
+  static Steps::Sum add(Steps::Sum s, const Steps::Weights& w, const Column& c, int64_t b, int u) {
     const int64_t at = b * kBlock + 4 * u;
     return Steps::add(s, w, c.lo + at, c.lo + at + kBlock / 2, c.hi + at, c.hi + at + kBlock / 2);
+  }
+};
+// Q8_0_R8: the weights widened to 16 bits times the activations q at 4u...
+struct Rows8Q8Format : Format {
+  using Steps = gemm_rows8_steps::Words;
+  static constexpr int kQuads = kBlock / 4;
+  static constexpr int32_t kZeroPoint = 0;
+  static Steps::Sum add(Steps::Sum s, const Steps::Weights& w, const Column& c, int64_t b, int u) {
+    return Steps::add(s, w, c.q + b * kBlock + 4 * u);
   }
 };
 #endif
@@ -157,7 +168,8 @@ void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64
 void multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, const void* const* columns,
                    float* const* y, int64_t n_cols) {
 #if GGL_ROWS8
-  if (t == Type::Q4_0_R8) return gemm_rows8::multiply_rows<Rows8Format>(w, row_stride, rows, n, columns, y, n_cols);
+  if (t == Type::Q4_0_R8) return gemm_rows8::multiply_rows<Rows8Q4Format>(w, row_stride, rows, n, columns, y, n_cols);
+  if (t == Type::Q8_0_R8) return gemm_rows8::multiply_rows<Rows8Q8Format>(w, row_stride, rows, n, columns, y, n_cols);
 #endif
 #if GGL_INT16_UNPACK
   if (unpack16::with_kind(t, [&]<class Kind>() {

@@ -65,8 +65,9 @@ struct Format {
 size_t panel_bytes(int64_t n) { return n / kBlock * gemm_panel::PanelBlock<Format>::kBytes; }
 
 bool supports(Type t, int64_t n) {
-  return int_gemm_enabled() && (t == Type::Q4_0 || t == Type::Q4_1 || gemm_rows8::takes(t)) && n > 0 &&
-         n % kBlock == 0;
+  // Of the interleaved types, Q4_0_R8 only: Q8_0 weights keep 16-bit activations everywhere.
+  const bool interleaved = t == Type::Q4_0_R8 && gemm_rows8::takes(t);
+  return int_gemm_enabled() && (t == Type::Q4_0 || t == Type::Q4_1 || interleaved) && n > 0 && n % kBlock == 0;
 }
 
 void quantize_column(const float* x, int64_t n, void* column) {
@@ -112,7 +113,9 @@ struct RowsFormat {
 // the activation bytes 4u.. and 16 + 4u...
 struct Rows8Format : Format {  // Format's column and view
   using Steps = gemm_rows8_steps::Quads;
-  static Steps::Sum add(Steps::Sum s, const gemm_rows8_steps::Nibbles& w, const Column& c, int64_t b, int u) {
+  static constexpr int kQuads = kBlock / 2 / 4;
+  static constexpr int32_t kZeroPoint = 8;
+  static Steps::Sum add(Steps::Sum s, const Steps::Weights& w, const Column& c, int64_t b, int u) {
     const int8_t* x = c.q + b * kBlock + 4 * u;
     return Steps::add(s, w, x, x + kBlock / 2);
   }

@@ -226,14 +226,14 @@ void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64
   }
 }
 
-// pack_panel for interleaved rows (Q4_0_R8, quant/interleaved.h; `rows` a multiple of 8): each
+// pack_panel for interleaved rows (Q4_0_R8, Q8_0_R8: quant/interleaved.h; `rows` a multiple of 8): each
 // block of a group of 8 rows is taken back to the rows' plain blocks on the stack and packed as
 // the plain type's (prefill only: the decode path reads the interleaved layout as it is).
 template <class Format>
 void pack_interleaved_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, void* panel) {
   using Block = PanelBlock<Format>;
   constexpr int64_t kSpan = kInterleavedRows;
-  alignas(64) uint8_t qs[kLanes][kQuantBlock / 2] = {};
+  alignas(64) uint8_t qs[kLanes][kMaxInterleavedQuantBytes] = {};
   alignas(64) float scales[kLanes] = {};
   uint16_t halves[kSpan];
   const uint8_t* rows_qs[kLanes];
@@ -246,11 +246,11 @@ void pack_interleaved_panel(Type t, const uint8_t* w, size_t row_stride, int64_t
       for (int64_t i = 0; i < kLanes / kSpan; ++i) {
         const int64_t r0 = i * kSpan;
         if (r0 >= count) {
-          std::fill_n(&qs[r0][0], kSpan * kQuantBlock / 2, uint8_t{0});
+          std::fill_n(&qs[r0][0], kSpan * kMaxInterleavedQuantBytes, uint8_t{0});
           std::fill_n(scales + r0, kSpan, 0.0f);
           continue;
         }
-        deinterleave_block(w + (g * kLanes + r0) * row_stride, b, halves, qs + r0);
+        deinterleave_block(t, w + (g * kLanes + r0) * row_stride, b, halves, qs + r0);
         for (int64_t r = 0; r < kSpan; ++r) scales[r0 + r] = fp16_to_f32(halves[r]);
       }
       VecF::load_aligned(scales).store_aligned(reinterpret_cast<float*>(pb + Block::kScalesOffset) + g * kLanes);

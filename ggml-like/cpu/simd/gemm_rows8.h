@@ -1,19 +1,21 @@
-// The integer GEMMs' decode path on interleaved rows (Q4_0_R8, quant/interleaved.h), written once
-// for the sets that have its steps (GGL_ROWS8: the x86 sets' gemm_rows8_x86.h). A vector's lane
-// r is row r of a group of 8, so each block's scale conversion, nibble split and activation
-// broadcasts serve 8 rows, and the lane sums are the rows' results: nothing is summed
+// The integer GEMMs' decode path on interleaved rows (Q4_0_R8, Q8_0_R8: quant/interleaved.h),
+// written once for the sets that have its steps (GGL_ROWS8: the x86 sets' gemm_rows8_x86.h). A
+// vector's lane r is row r of a group of 8, so each block's scale conversion, unpacking and
+// activation broadcasts serve 8 rows, and the lane sums are the rows' results: nothing is summed
 // horizontally. (The plain rows path, gemm_rows.h, walks one row at a time and spends about as
 // many instructions on each row as this does on 8: compute-bound at ~13-18 GB/s per core, where
 // this streams ~19-23 GB/s from DRAM on one Zen 4 core, docs/cpu-speed.md.)
 //
 // A Format has Column (with per-block scale[], the activations' step, and qsum[], the sum of the
-// block's integer activations: Q4_0's zero point 8 comes off as 8 of them, in integers, before the
-// one conversion to float, so the sum is as exact as that of signed weights), view(column, n),
-// Steps (gemm_rows8_steps::Quads or Bytes) and add(sum, nibbles, column, block, u) (the products
-// of quads u of the block's low and high nibbles).
+// block's integer activations), view(column, n), Steps (gemm_rows8_steps::Quads, Bytes or Words:
+// Weights, load(quads), Sum, zero(), total(sum)), kQuads (the 32-byte quads of 8 rows a block
+// has: 4 for Q4_0, 8 for Q8_0), kZeroPoint (Q4_0's 8: it comes off as 8 times qsum, in integers,
+// before the one conversion to float, so the sum is as exact as that of signed weights) and
+// add(sum, weights, column, block, u) (the products of quad u of the block).
 #pragma once
 #include "ggml-like/cpu/simd/gemm_steps.h"
 #include "ggml-like/core/types.h"
+#include "ggml-like/quant/interleaved.h"
 
 namespace ggl::GGL_ISA::gemm_rows8 {
 // Whether this set multiplies interleaved rows (the integer GEMMs then take Q4_0_R8).
@@ -22,7 +24,7 @@ inline constexpr bool kAvailable = true;
 #else
 inline constexpr bool kAvailable = false;
 #endif
-inline bool takes(Type t) { return kAvailable && t == Type::Q4_0_R8; }
+inline bool takes(Type t) { return kAvailable && is_interleaved(t); }
 }  // namespace ggl::GGL_ISA::gemm_rows8
 
 #if GGL_ROWS8
@@ -40,8 +42,7 @@ namespace steps = gemm_rows8_steps;
 
 inline constexpr int64_t kRows = kInterleavedRows;
 inline constexpr size_t kScalesBytes = kRows * sizeof(uint16_t);
-inline constexpr size_t kBlockBytes = kRows * (sizeof(uint16_t) + kQuantBlock / 2);  // 144
-inline constexpr int kQuads = kQuantBlock / 8;                                         // per half
+inline constexpr size_t kQuadBytes = kRows * 4;  // 4 bytes of each row
 // The walk (row_walk.h) is one sequential stream that the hardware prefetcher follows: a software
 // prefetch 1-8 KiB ahead measured 5-12% slower decode (Zen 4, two threads), none at all the fastest.
 
@@ -49,19 +50,22 @@ inline constexpr int kQuads = kQuantBlock / 8;                                  
 template <class Format, int C>
 void group_times_columns(const uint8_t* group, int64_t blocks, const typename Format::Column* cols, float* const* y) {
   using Steps = typename Format::Steps;
+  constexpr size_t kBlockBytes = kScalesBytes + Format::kQuads * kQuadBytes;
   __m256 acc[C];
   for (auto& a : acc) a = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* blk = group + b * kBlockBytes;
     typename Steps::Sum sums[C];
     for (auto& s : sums) s = Steps::zero();
-    for (int u = 0; u < kQuads; ++u) {
-      const steps::Nibbles w = steps::nibbles(blk + kScalesBytes + u * kRows * 4);
+    for (int u = 0; u < Format::kQuads; ++u) {
+      const typename Steps::Weights w = Steps::load(blk + kScalesBytes + u * kQuadBytes);
       for (int c = 0; c < C; ++c) sums[c] = Format::add(sums[c], w, cols[c], b, u);
     }
     const __m256 d = steps::scales(blk);
     for (int c = 0; c < C; ++c) {
-      const __m256i total = _mm256_sub_epi32(Steps::total(sums[c]), _mm256_set1_epi32(8 * cols[c].qsum[b]));
+      __m256i total = Steps::total(sums[c]);
+      if constexpr (Format::kZeroPoint != 0)
+        total = _mm256_sub_epi32(total, _mm256_set1_epi32(Format::kZeroPoint * cols[c].qsum[b]));
       const __m256 dot = _mm256_mul_ps(_mm256_cvtepi32_ps(total), _mm256_set1_ps(cols[c].scale[b]));
       acc[c] = _mm256_fmadd_ps(d, dot, acc[c]);
     }
@@ -69,8 +73,8 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const typename Fo
   for (int c = 0; c < C; ++c) _mm256_storeu_ps(y[c], acc[c]);
 }
 
-// IntGemm::multiply_rows on Q4_0_R8: y[c][r] for r < rows (whole groups), c < n_cols; the
-// groups are walked as plain rows are (row_walk.h), 8 rows a unit.
+// IntGemm::multiply_rows on an interleaved type (Format's): y[c][r] for r < rows (whole groups),
+// c < n_cols; the groups are walked as plain rows are (row_walk.h), 8 rows a unit.
 template <class Format>
 void multiply_rows(const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, const void* const* columns,
                    float* const* y, int64_t n_cols) {

@@ -1,9 +1,10 @@
 // The x86 innermost steps of the decode rows path on 8 interleaved rows (cpu/simd/gemm_rows8.h,
 // layout: quant/interleaved.h), shared by the AVX2 and AVX-512 sets: 256-bit vectors whose lane r
-// is row r of the group, so a block's 4 bytes of activations are broadcast once for 8 rows.
-// Without VNNI (the avx2 set) the byte products are VPMADDUBSW pairs added up in 16 bits where
-// they cannot overflow; with VNNI (avx2vnni, avx512) VPDPBUSD adds each quad into 32 bits.
-// Included by the x86 sets' gemm_steps.h.
+// is row r of the group, so a block's 4 activations are broadcast once for 8 rows.
+// Q4_0's nibbles (Quads, Bytes): without VNNI (the avx2 set) the byte products are VPMADDUBSW
+// pairs added up in 16 bits where they cannot overflow; with VNNI (avx2vnni, avx512) VPDPBUSD
+// adds each quad into 32 bits. Q8_0's signed bytes (Words) widen to 16 bits and multiply 16-bit
+// activations in pairs (VPMADDWD + VPADDD, or VPDPWSSD). Included by the x86 sets' gemm_steps.h.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -45,6 +46,8 @@ inline __m256i in_order(__m256i v) {
 // 8-bit activations (signed bytes): per lane, the products of 4 + 4 weights with the activation
 // bytes at xl (the low nibbles' weights) and xh (the high nibbles').
 struct Quads {
+  using Weights = Nibbles;
+  static Weights load(const uint8_t* quads) { return nibbles(quads); }
 #if GGL_VNNI256
   using Sum = __m256i;  // int32
   static Sum zero() { return _mm256_setzero_si256(); }
@@ -68,6 +71,8 @@ struct Quads {
 // 16-bit activations split into bytes, x = 256 * hi + lo (hi signed, lo unsigned): the weights'
 // products with the low bytes and with the high bytes are summed apart and joined at the end.
 struct Bytes {
+  using Weights = Nibbles;
+  static Weights load(const uint8_t* quads) { return nibbles(quads); }
   struct Sum {
     __m256i lo, hi;
   };
@@ -96,6 +101,38 @@ struct Bytes {
   }
   static __m256i total(Sum s) { return _mm256_add_epi32(s.lo, _mm256_madd_epi16(s.hi, _mm256_set1_epi16(256))); }
 #endif
+};
+
+// 16-bit activations times signed byte weights (Q8_0) widened to 16 bits: lanes 2i and 2i + 1 of
+// rows03 hold the pairs of weights 4u, 4u + 1 and 4u + 2, 4u + 3 of row i (rows47: row 4 + i),
+// times the same pairs of activations in every lane pair. A lane's block sum is at most 8 quads
+// of 2 * 127 * 16383: no overflow.
+struct Words {
+  struct Weights {
+    __m256i rows03, rows47;
+  };
+  static Weights load(const uint8_t* quads) {
+    const auto* p = reinterpret_cast<const __m128i*>(quads);
+    return {_mm256_cvtepi8_epi16(_mm_loadu_si128(p)), _mm256_cvtepi8_epi16(_mm_loadu_si128(p + 1))};
+  }
+  using Sum = Weights;
+  static Sum zero() { return {_mm256_setzero_si256(), _mm256_setzero_si256()}; }
+  // x: the 4 activations 4u..4u+3.
+  static Sum add(Sum s, const Weights& w, const int16_t* x) {
+    int64_t quad;
+    std::memcpy(&quad, x, sizeof quad);
+    const __m256i a = _mm256_set1_epi64x(quad);
+#if GGL_VNNI256
+    return {vnni256::dpwssd(s.rows03, w.rows03, a), vnni256::dpwssd(s.rows47, w.rows47, a)};
+#else
+    return {in_order(_mm256_add_epi32(s.rows03, _mm256_madd_epi16(w.rows03, a))),
+            in_order(_mm256_add_epi32(s.rows47, _mm256_madd_epi16(w.rows47, a)))};
+#endif
+  }
+  // Row r's two lanes added: VPHADDD gives rows 0 1 4 5 | 2 3 6 7, put back in order.
+  static __m256i total(Sum s) {
+    return _mm256_permute4x64_epi64(_mm256_hadd_epi32(s.rows03, s.rows47), 0xD8);
+  }
 };
 
 }  // namespace ggl::GGL_ISA::gemm_rows8_steps
