@@ -542,29 +542,43 @@ void decode_chunks(const uint8_t* row, int64_t n, float* out) {
 }
 
 // y[c][0, n) += sum over k < K of a[c][k] * row k (rows row_stride bytes apart): the transposed
-// product. One chunk of the C outputs stays in registers while every row's chunk at that position
-// is decoded into registers and multiplied in, so neither decoded rows nor outputs go through
-// memory once per row. Rows are added in order k = 0, 1, ... for every element. (Flattened: left
-// a call per chunk, the decoding cost as much again.)
+// product. A tile of S chunks of the C outputs stays in registers while every row's chunks at that
+// position are decoded into registers and multiplied in, so neither decoded rows nor outputs go
+// through memory once per row. Rows are added in order k = 0, 1, ... for every element. S chunks
+// at once give S times the independent accumulator chains (one chunk per row measured waiting on
+// the FMA latency) and read S times as much of each row per pass over the rows. (Flattened: left a
+// call per chunk, the decoding cost as much again.)
+template <class Decode, int C, int S>
+[[gnu::always_inline]] inline void add_weighted_chunks(const uint8_t* w, size_t row_stride, int64_t K, int64_t k0,
+                                                       const float* const* a, float* const* y) {
+  Floats acc[C][S][kVecsPerChunk];
+  for (int c = 0; c < C; ++c)
+    for (int s = 0; s < S; ++s)
+      for (int v = 0; v < kVecsPerChunk; ++v)
+        acc[c][s][v] = Floats::load_unaligned(y[c] + (k0 + s) * kChunk + v * kLanes);
+  for (int64_t r = 0; r < K; ++r) {
+    Floats d[S][kVecsPerChunk];
+    for (int s = 0; s < S; ++s) decode_chunk<Decode>(w + r * row_stride, k0 + s, d[s]);
+    for (int c = 0; c < C; ++c) {
+      const Floats f(a[c][r]);
+      for (int s = 0; s < S; ++s)
+        for (int v = 0; v < kVecsPerChunk; ++v) acc[c][s][v] = xsimd::fma(d[s][v], f, acc[c][s][v]);
+    }
+  }
+  for (int c = 0; c < C; ++c)
+    for (int s = 0; s < S; ++s)
+      for (int v = 0; v < kVecsPerChunk; ++v) acc[c][s][v].store_unaligned(y[c] + (k0 + s) * kChunk + v * kLanes);
+}
+
 template <class Decode, int C>
 [[gnu::flatten]] void add_weighted_rows(const uint8_t* w, size_t row_stride, int64_t K, int64_t n, const float* const* a,
-                       float* const* y) {
+                                        float* const* y) {
+  // Chunks per tile: 8 accumulator vectors in all, as many as leave registers for the decoding.
+  constexpr int kTile = std::max(1, 8 / (C * kVecsPerChunk));
   const int64_t chunks = n / kChunk;
-  for (int64_t k = 0; k < chunks; ++k) {
-    Floats acc[C][kVecsPerChunk];
-    for (int c = 0; c < C; ++c)
-      for (int v = 0; v < kVecsPerChunk; ++v) acc[c][v] = Floats::load_unaligned(y[c] + k * kChunk + v * kLanes);
-    for (int64_t r = 0; r < K; ++r) {
-      Floats d[kVecsPerChunk];
-      decode_chunk<Decode>(w + r * row_stride, k, d);
-      for (int c = 0; c < C; ++c) {
-        const Floats s(a[c][r]);
-        for (int v = 0; v < kVecsPerChunk; ++v) acc[c][v] = xsimd::fma(d[v], s, acc[c][v]);
-      }
-    }
-    for (int c = 0; c < C; ++c)
-      for (int v = 0; v < kVecsPerChunk; ++v) acc[c][v].store_unaligned(y[c] + k * kChunk + v * kLanes);
-  }
+  int64_t k = 0;
+  for (; k + kTile <= chunks; k += kTile) add_weighted_chunks<Decode, C, kTile>(w, row_stride, K, k, a, y);
+  for (; k < chunks; ++k) add_weighted_chunks<Decode, C, 1>(w, row_stride, K, k, a, y);
   if constexpr (!Decode::kBlocked)  // plain types: the elements after the last full chunk
     for (int64_t i = chunks * kChunk; i < n; ++i)
       for (int64_t r = 0; r < K; ++r)
