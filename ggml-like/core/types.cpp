@@ -15,7 +15,7 @@ struct Entry {
 
 // Block bytes follow ggml's block structs: fp16 scales (d, and dmin / m where the type has mins),
 // packed sub-block scales, high bits, then the low bits of the quants.
-constexpr std::array<Entry, 23> kTypes = {{
+constexpr std::array<Entry, 24> kTypes = {{
     {Type::F32, {"f32", 1, 4, false}},
     {Type::F16, {"f16", 1, 2, false}},
     {Type::Q4_0, {"q4_0", kQuantBlock, 2 + kQuantBlock / 2, true}},
@@ -39,6 +39,7 @@ constexpr std::array<Entry, 23> kTypes = {{
     {Type::BF16, {"bf16", 1, 2, false}},
     {Type::Q4_0_R8, {"q4_0_r8", kQuantBlock, 2 + kQuantBlock / 2, true}},
     {Type::Q8_0_R8, {"q8_0_r8", kQuantBlock, 2 + kQuantBlock, true}},
+    {Type::Q6_K_R8, {"q6_K_r8", kSuperBlock, kSuperBlock / 2 + kSuperBlock / 4 + kSuperBlock / 16 + 2, true}},
 }};
 
 bool is_internal(Type t) { return static_cast<uint32_t>(t) >= kFirstInternalType; }

@@ -31,10 +31,11 @@ enum class Type : uint32_t {
   F64 = 28,
   BF16 = 30,
   // latte's own in-memory layouts, never read from or written to a file (ids from
-  // kFirstInternalType on): Q4_0 and Q8_0 with 8 rows interleaved for the CPU's decode kernels
-  // (quant/interleaved.h).
+  // kFirstInternalType on): Q4_0, Q8_0 and Q6_K with 8 rows interleaved for the CPU's decode
+  // kernels (quant/interleaved.h).
   Q4_0_R8 = (1u << 16) | 2,
   Q8_0_R8 = (1u << 16) | 8,
+  Q6_K_R8 = (1u << 16) | 14,
 };
 inline constexpr uint32_t kFirstInternalType = 1u << 16;
 

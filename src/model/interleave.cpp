@@ -31,10 +31,14 @@ std::vector<WeightRef*> product_slots(ModelWeights& w) {
 }
 
 // The interleaved type the CPU takes for a tensor, if any: its rows (every matrix of a 3-D stack
-// of experts) in whole groups, and the kernel set in use multiplying that type.
-std::optional<ggl::Type> cpu_layout(const ggl::TensorInfo& t) {
+// of experts) in whole groups, and the kernel set in use multiplying that type. Q6_K only as the
+// output head: the one matrix of that type in the common files that every token reads whole; the
+// others (some feed-forward and value matrices of the K-quant mixes, and their experts) would pay
+// for taking the rows back to plain Q6_K in every prefill panel (interleaved.h).
+std::optional<ggl::Type> cpu_layout(const ggl::TensorInfo& t, bool output_head) {
   const auto type = ggl::interleaved_type(t.type, t.ne[1]);
   if (!type || !ggl::int16_gemm().supports(*type, t.ne[0])) return std::nullopt;
+  if (*type == ggl::Type::Q6_K_R8 && !output_head) return std::nullopt;
   return type;
 }
 
@@ -45,15 +49,17 @@ InterleavedWeights::InterleavedWeights(const ggl::GgufFile& file, const ModelWei
   // The product slots' tensors the CPU takes interleaved, less any also in a slot that is not a
   // product's weight (the tied token embeddings).
   const std::vector<WeightRef*> products = product_slots(weights_);
-  std::map<WeightRef, ggl::TensorInfo*> moved;
+  std::map<WeightRef, ggl::Type> layouts;
   std::set<WeightRef> kept;
   for_each_weight(weights_, [&](WeightRef& r) {
     if (!r) return;
     if (std::find(products.begin(), products.end(), &r) == products.end())
       kept.insert(r);
-    else if (cpu_layout(*r))
-      moved.emplace(r, nullptr);
+    else if (const auto type = cpu_layout(*r, &r == &weights_.output))
+      layouts.emplace(r, *type);
   });
+  std::map<WeightRef, ggl::TensorInfo*> moved;
+  for (const auto& [t, type] : layouts) moved.emplace(t, nullptr);
   for (WeightRef t : kept) moved.erase(t);
   if (moved.empty()) return;
   for (const auto& [from, to] : moved) bytes_ += aligned(from->nbytes);
@@ -64,7 +70,7 @@ InterleavedWeights::InterleavedWeights(const ggl::GgufFile& file, const ModelWei
     uint8_t* dst = buffer_.get() + at;
     at += aligned(from->nbytes);
     ggl::TensorInfo& copy = infos_.emplace_back(*from);
-    copy.type = *cpu_layout(*from);
+    copy.type = layouts.at(from);
     copy.data = dst;
     to = &copy;
     // Groups of 8 rows, every matrix of a stack: the threads take runs of groups.

@@ -16,6 +16,7 @@
 // the same unpacking for the panels and the rows.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/quant/quant.h"
@@ -118,6 +119,7 @@ struct RowsFormat {
 // low and high bytes (q = 256 * hi + lo) at 4u.. and 16 + 4u...
 struct Rows8Q4Format : Format {  // Format's column and view
   using Steps = gemm_rows8_steps::Bytes;
+  static constexpr bool kSuperBlocks = false;
   static constexpr int kQuads = kBlock / 2 / 4;
   static constexpr int32_t kZeroPoint = 8;
   static Steps::Sum add(Steps::Sum s, const Steps::Weights& w, const Column& c, int64_t b, int u) {
@@ -128,10 +130,19 @@ struct Rows8Q4Format : Format {  // Format's column and view
 // Q8_0_R8: the weights widened to 16 bits times the activations q at 4u...
 struct Rows8Q8Format : Format {
   using Steps = gemm_rows8_steps::Words;
+  static constexpr bool kSuperBlocks = false;
   static constexpr int kQuads = kBlock / 4;
   static constexpr int32_t kZeroPoint = 0;
   static Steps::Sum add(Steps::Sum s, const Steps::Weights& w, const Column& c, int64_t b, int u) {
     return Steps::add(s, w, c.q + b * kBlock + 4 * u);
+  }
+};
+// Q6_K_R8: the 6-bit quants less 32, widened, times the activations q of the sub-block (block b).
+struct Rows8Q6Format : Format {
+  using Steps = gemm_rows8_steps::Q6Quads;
+  static constexpr bool kSuperBlocks = true;
+  static Steps::Sum add(const Steps::Sum& s, const Steps::Weights& w, const Column& c, int64_t b, int u) {
+    return Steps::add(s, w, c.q + b * kBlock, u);
   }
 };
 #endif
@@ -142,7 +153,7 @@ size_t panel_bytes(int64_t n) { return n / kBlock * gemm_panel::PanelBlock<Forma
 // them (kquant_unpack.h) the K-quant / IQ4 / Q5 types; 0 for the others.
 int64_t block_values(Type t) {
   if (t == Type::Q4_0 || t == Type::Q4_1 || t == Type::Q8_0) return kBlock;
-  if (gemm_rows8::takes(t)) return kBlock;
+  if (gemm_rows8::takes(t)) return traits(t).block_size;
 #if GGL_INT16_UNPACK
   return unpack16::block_values(t);
 #else
@@ -156,6 +167,13 @@ bool supports(Type t, int64_t n) {
 }
 
 void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, void* panel) {
+  if (t == Type::Q6_K_R8) {  // back to plain rows first (prefill only; `rows` whole groups of 8)
+    thread_local std::vector<uint8_t> plain;
+    plain.resize(rows * row_stride);
+    for (int64_t g = 0; g < rows / kInterleavedRows; ++g)
+      deinterleave_group(t, w + g * kInterleavedRows * row_stride, plain.data() + g * kInterleavedRows * row_stride, n);
+    return pack_panel(Type::Q6_K, plain.data(), row_stride, rows, n, panel);
+  }
 #if GGL_INT16_UNPACK
   if (unpack16::with_kind(t, [&]<class Kind>() {
         gemm_panel::pack_unpacked_panel<Format, Kind>(w, row_stride, rows, n, panel);
@@ -170,6 +188,7 @@ void multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, in
 #if GGL_ROWS8
   if (t == Type::Q4_0_R8) return gemm_rows8::multiply_rows<Rows8Q4Format>(w, row_stride, rows, n, columns, y, n_cols);
   if (t == Type::Q8_0_R8) return gemm_rows8::multiply_rows<Rows8Q8Format>(w, row_stride, rows, n, columns, y, n_cols);
+  if (t == Type::Q6_K_R8) return gemm_rows8::multiply_rows<Rows8Q6Format>(w, row_stride, rows, n, columns, y, n_cols);
 #endif
 #if GGL_INT16_UNPACK
   if (unpack16::with_kind(t, [&]<class Kind>() {

@@ -113,6 +113,7 @@ struct RowsFormat {
 // the activation bytes 4u.. and 16 + 4u...
 struct Rows8Format : Format {  // Format's column and view
   using Steps = gemm_rows8_steps::Quads;
+  static constexpr bool kSuperBlocks = false;
   static constexpr int kQuads = kBlock / 2 / 4;
   static constexpr int32_t kZeroPoint = 8;
   static Steps::Sum add(Steps::Sum s, const Steps::Weights& w, const Column& c, int64_t b, int u) {

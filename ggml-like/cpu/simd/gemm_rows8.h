@@ -73,6 +73,42 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const typename Fo
   for (int c = 0; c < C; ++c) _mm256_storeu_ps(y[c], acc[c]);
 }
 
+// Q6_K_R8 (quant/interleaved.h): y[c][0..8) = the group's 8 rows times column c, for C columns.
+// Per super-block the rows' d; per 32-value sub-block (the column's block b) the Steps (Q6Quads)
+// sum its two halves of 16 apart and scale them by the rows' scales in integers, then one
+// conversion to float as for the 32-value types.
+template <class Format, int C>
+void superblocks_times_columns(const uint8_t* group, int64_t superblocks, const typename Format::Column* cols,
+                               float* const* y) {
+  using Steps = typename Format::Steps;
+  constexpr int kSubBlocks = kSuperBlock / kQuantBlock;
+  __m256 acc[C];
+  for (auto& a : acc) a = _mm256_setzero_ps();
+  for (int64_t sb = 0; sb < superblocks; ++sb) {
+    const uint8_t* blk = group + sb * q6_k_r8::kGroupBytes;
+    const __m256 d = steps::scales(blk);
+    for (int sub = 0; sub < kSubBlocks; ++sub) {
+      const int64_t b = sb * kSubBlocks + sub;
+      const uint8_t* quads = blk + q6_k_r8::kQuants + sub * q6_k_r8::kSubBlockBytes;
+      const typename Steps::High high = Steps::high(quads + 4 * kQuadBytes);
+      typename Steps::Sum sums[C];
+      for (auto& s : sums) s = Steps::zero();
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) {
+        const typename Steps::Weights w = Steps::load(quads + u * kQuadBytes, high, u);
+        for (int c = 0; c < C; ++c) sums[c] = Format::add(sums[c], w, cols[c], b, u);
+      }
+      const uint8_t* scales = blk + q6_k_r8::kScales + 2 * sub * kRows;
+      for (int c = 0; c < C; ++c) {
+        const __m256i total = Steps::total(sums[c], scales, scales + kRows);
+        const __m256 dot = _mm256_mul_ps(_mm256_cvtepi32_ps(total), _mm256_set1_ps(cols[c].scale[b]));
+        acc[c] = _mm256_fmadd_ps(d, dot, acc[c]);
+      }
+    }
+  }
+  for (int c = 0; c < C; ++c) _mm256_storeu_ps(y[c], acc[c]);
+}
+
 // IntGemm::multiply_rows on an interleaved type (Format's): y[c][r] for r < rows (whole groups),
 // c < n_cols; the groups are walked as plain rows are (row_walk.h), 8 rows a unit.
 template <class Format>
@@ -83,7 +119,10 @@ void multiply_rows(const uint8_t* w, size_t row_stride, int64_t rows, int64_t n,
   row_walk::walk<Column, kRows>(w, kRows * row_stride, rows / kRows, columns, y, n_cols,
                                 [n](const void* p) { return Format::view(p, n); },
                                 [&]<int C>(const uint8_t* group, const Column* cols, float* const* out) {
-                                  group_times_columns<Format, C>(group, blocks, cols, out);
+                                  if constexpr (Format::kSuperBlocks)
+                                    superblocks_times_columns<Format, C>(group, n / kSuperBlock, cols, out);
+                                  else
+                                    group_times_columns<Format, C>(group, blocks, cols, out);
                                 });
 }
 

@@ -3,8 +3,9 @@
 // is row r of the group, so a block's 4 activations are broadcast once for 8 rows.
 // Q4_0's nibbles (Quads, Bytes): without VNNI (the avx2 set) the byte products are VPMADDUBSW
 // pairs added up in 16 bits where they cannot overflow; with VNNI (avx2vnni, avx512) VPDPBUSD
-// adds each quad into 32 bits. Q8_0's signed bytes (Words) widen to 16 bits and multiply 16-bit
-// activations in pairs (VPMADDWD + VPADDD, or VPDPWSSD). Included by the x86 sets' gemm_steps.h.
+// adds each quad into 32 bits. Q8_0's signed bytes (Words) and Q6_K's 6-bit quants less 32
+// (Q6Quads) widen to 16 bits and multiply 16-bit activations in pairs (VPMADDWD + VPADDD, or
+// VPDPWSSD). Included by the x86 sets' gemm_steps.h.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -132,6 +133,56 @@ struct Words {
   // Row r's two lanes added: VPHADDD gives rows 0 1 4 5 | 2 3 6 7, put back in order.
   static __m256i total(Sum s) {
     return _mm256_permute4x64_epi64(_mm256_hadd_epi32(s.rows03, s.rows47), 0xD8);
+  }
+};
+
+// Q6_K's quants (Q6_K_R8): per quad u of a 32-value sub-block, elements 4u..4u+3 (the first half
+// of 16, one scale per row) and 16+4u..19+4u (the second half, another), 6-bit quants less 32 as
+// Words weights; the halves are summed apart and scaled by their rows' scales in integers: a half's
+// sum is at most 16 * 32 * 16383 per row, times |scale| <= 128 and two halves 2147352576 < 2^31.
+struct Q6Quads {
+  struct Weights {
+    Words::Weights first, second;
+  };
+  struct Sum {
+    Words::Sum first, second;
+  };
+  // The sub-block's two quads of top bits.
+  struct High {
+    __m256i first, second;
+  };
+  static High high(const uint8_t* quads) {
+    const auto* p = reinterpret_cast<const __m256i*>(quads);
+    return {_mm256_loadu_si256(p), _mm256_loadu_si256(p + 1)};
+  }
+  // Bits 2u, 2u + 1 of each byte moved to bits 4-5 (16-bit shifts: the bits they move across bytes
+  // are masked off).
+  static __m256i top2(__m256i high, int u) {
+    const __m256i moved = u < 2 ? _mm256_slli_epi16(high, 4 - 2 * u) : _mm256_srli_epi16(high, 2 * u - 4);
+    return _mm256_and_si256(moved, _mm256_set1_epi8(0x30));
+  }
+  static Words::Weights widen(__m256i bytes) {
+    return {_mm256_cvtepi8_epi16(_mm256_castsi256_si128(bytes)), _mm256_cvtepi8_epi16(_mm256_extracti128_si256(bytes, 1))};
+  }
+  static Weights load(const uint8_t* quad, const High& high, int u) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quad));
+    const __m256i low4 = _mm256_set1_epi8(0x0F), zero = _mm256_set1_epi8(32);
+    const __m256i first = _mm256_or_si256(_mm256_and_si256(q, low4), top2(high.first, u));
+    const __m256i second = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), low4), top2(high.second, u));
+    return {widen(_mm256_sub_epi8(first, zero)), widen(_mm256_sub_epi8(second, zero))};
+  }
+  static Sum zero() { return {Words::zero(), Words::zero()}; }
+  // x: the sub-block's 32 activations.
+  static Sum add(Sum s, const Weights& w, const int16_t* x, int u) {
+    return {Words::add(s.first, w.first, x + 4 * u), Words::add(s.second, w.second, x + 16 + 4 * u)};
+  }
+  // Lane r: row r's sum, each half times its scale (8 signed bytes each, row r at r).
+  static __m256i total(const Sum& s, const uint8_t* first_scales, const uint8_t* second_scales) {
+    auto scales = [](const uint8_t* p) {
+      return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    };
+    return _mm256_add_epi32(_mm256_mullo_epi32(Words::total(s.first), scales(first_scales)),
+                            _mm256_mullo_epi32(Words::total(s.second), scales(second_scales)));
   }
 };
 
