@@ -1,5 +1,6 @@
 #include "ggml-like/quant/interleaved.h"
 
+#include <cstddef>
 #include <cstring>
 
 #include "ggml-like/core/error.h"
@@ -29,60 +30,73 @@ void check(const char* what, Type t, int64_t n) {
 using q6_k_r8::kGroupBytes, q6_k_r8::kQuants, q6_k_r8::kSubBlockBytes;
 static_assert(kGroupBytes == kInterleavedRows * sizeof(BlockQ6_K));
 
-// Element j's 6-bit quant of a Q6_K block (kquants.h's layout), and setting it.
-int q6_quant(const BlockQ6_K& b, int j) {
-  const int h = j / 128, k = (j % 128) / 32, l = j % 32;
-  const int low = (b.ql[64 * h + l + 32 * (k % 2)] >> (4 * (k / 2))) & 0x0f;
-  return low | (((b.qh[32 * h + l] >> (2 * k)) & 3) << 4);
-}
-void set_q6_quant(BlockQ6_K& b, int j, int q) {
-  const int h = j / 128, k = (j % 128) / 32, l = j % 32;
-  uint8_t& low = b.ql[64 * h + l + 32 * (k % 2)];
-  low = static_cast<uint8_t>((low & ~(0x0f << (4 * (k / 2)))) | ((q & 0x0f) << (4 * (k / 2))));
-  uint8_t& high = b.qh[32 * h + l];
-  high = static_cast<uint8_t>((high & ~(3 << (2 * k))) | (((q >> 4) & 3) << (2 * k)));
-}
-
-// Where sub-block c's element e (0..31) of row r sits in a group block: the byte holding its low
-// 4 bits (and at which shift) and the byte holding its top 2 bits (and at which shift).
-struct Q6Place {
-  size_t low, high;
+// Sub-block c (elements 32c..32c+31) of a plain Q6_K block (kquants.h): element 32c + l has its
+// low 4 bits in ql[64h + 32(k % 2) + l] at bit 4(k / 2) and its top 2 bits in qh[32h + l] at bit
+// 2k, h = c / 4, k = c % 4: both runs contiguous in l, so 4 elements are one 32-bit word of each,
+// handled as 4 bytes at once (no bits cross a byte below).
+struct Q6SubBlock {
+  size_t low, high;  // offsets of the ql and qh runs in the block
   int low_shift, high_shift;
 };
-Q6Place q6_place(int c, int r, int e) {
-  const int half = e / 16, j = e % 4, u = (e % 16) / 4;
-  const size_t sub = kQuants + c * kSubBlockBytes;
-  return {sub + (u * kInterleavedRows + r) * kQuadBytes + j, sub + ((4 + half) * kInterleavedRows + r) * kQuadBytes + j,
-          4 * half, 2 * u};
+Q6SubBlock q6_sub_block(int c) {
+  const int h = c / 4, k = c % 4;
+  return {offsetof(BlockQ6_K, ql) + 64 * h + 32 * (k % 2), offsetof(BlockQ6_K, qh) + 32 * h, 4 * (k / 2), 2 * k};
 }
+uint32_t load4(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+void or4(uint8_t* p, uint32_t v) {
+  v |= load4(p);
+  std::memcpy(p, &v, sizeof v);
+}
+constexpr uint32_t kLow4 = 0x0F0F0F0F, kLow2 = 0x03030303;
+
+// The interleaved sub-block c of a group block, lane r: quad u holds elements 4u.. (low nibbles)
+// and 16 + 4u.. (high nibbles); the two top-bit quads the top bits of 4u + j (first) and 16 + 4u + j
+// (second) in byte j at bit 2u.
+size_t lane(int c, int quad, int r) { return kQuants + c * kSubBlockBytes + (quad * kInterleavedRows + r) * kQuadBytes; }
 
 void interleave_q6_k(const BlockQ6_K* const* rows, uint8_t* out) {
   std::memset(out, 0, kGroupBytes);
   for (int r = 0; r < kInterleavedRows; ++r) {
     const BlockQ6_K& b = *rows[r];
+    const auto* block = reinterpret_cast<const uint8_t*>(&b);
     std::memcpy(out + 2 * r, &b.d, sizeof b.d);
     for (int j = 0; j < 16; ++j) out[q6_k_r8::kScales + j * kInterleavedRows + r] = static_cast<uint8_t>(b.scales[j]);
-    for (int c = 0; c < 8; ++c)
-      for (int e = 0; e < 32; ++e) {
-        const int q = q6_quant(b, 32 * c + e);
-        const Q6Place p = q6_place(c, r, e);
-        out[p.low] = static_cast<uint8_t>(out[p.low] | ((q & 0x0f) << p.low_shift));
-        out[p.high] = static_cast<uint8_t>(out[p.high] | ((q >> 4) << p.high_shift));
-      }
+    for (int c = 0; c < 8; ++c) {
+      const Q6SubBlock p = q6_sub_block(c);
+      for (int half = 0; half < 2; ++half)
+        for (int u = 0; u < 4; ++u) {
+          const int l = 16 * half + 4 * u;  // 4 elements l..l+3
+          const uint32_t low = (load4(block + p.low + l) >> p.low_shift) & kLow4;
+          const uint32_t top = (load4(block + p.high + l) >> p.high_shift) & kLow2;
+          or4(out + lane(c, u, r), low << (4 * half));
+          or4(out + lane(c, 4 + half, r), top << (2 * u));
+        }
+    }
   }
 }
 
 void deinterleave_q6_k(const uint8_t* in, BlockQ6_K* const* rows) {
   for (int r = 0; r < kInterleavedRows; ++r) {
     BlockQ6_K& b = *rows[r];
+    auto* block = reinterpret_cast<uint8_t*>(&b);
     std::memset(&b, 0, sizeof b);
     std::memcpy(&b.d, in + 2 * r, sizeof b.d);
     for (int j = 0; j < 16; ++j) b.scales[j] = static_cast<int8_t>(in[q6_k_r8::kScales + j * kInterleavedRows + r]);
-    for (int c = 0; c < 8; ++c)
-      for (int e = 0; e < 32; ++e) {
-        const Q6Place p = q6_place(c, r, e);
-        set_q6_quant(b, 32 * c + e, ((in[p.low] >> p.low_shift) & 0x0f) | (((in[p.high] >> p.high_shift) & 3) << 4));
-      }
+    for (int c = 0; c < 8; ++c) {
+      const Q6SubBlock p = q6_sub_block(c);
+      for (int half = 0; half < 2; ++half)
+        for (int u = 0; u < 4; ++u) {
+          const int l = 16 * half + 4 * u;
+          const uint32_t low = (load4(in + lane(c, u, r)) >> (4 * half)) & kLow4;
+          const uint32_t top = (load4(in + lane(c, 4 + half, r)) >> (2 * u)) & kLow2;
+          or4(block + p.low + l, low << p.low_shift);
+          or4(block + p.high + l, top << p.high_shift);
+        }
+    }
   }
 }
 

@@ -67,8 +67,8 @@ void SessionFlags::add_to(CLI::App& app) {
       ->check(integer(1))
       ->group(group);
   app.add_flag("--no-repack", no_repack,
-               "-nr: keep every weight as the file has it (by default Q4_0 and Q8_0 matrices are rewritten at load into 8 "
-               "interleaved rows, which the AVX2 and AVX-512 decode kernels read fastest)")
+               "-nr: keep every weight as the file has it (by default Q4_0 and Q8_0 matrices and a Q6_K output head are "
+               "rewritten at load into 8 interleaved rows, which the AVX2 and AVX-512 decode kernels read fastest)")
       ->group(group);
   app.add_flag("--no-mmap", no_mmap, "accepted; latte always maps the model file read-only")->group(group);
   app.add_flag("--mlock", mlock, "accepted; the mapped weights are not locked in memory in this build")->group(group);
