@@ -1,4 +1,4 @@
-// The integer GEMMs' decode path on interleaved rows (Q4_0_R8, Q8_0_R8: quant/interleaved.h),
+// The integer GEMMs' decode path on interleaved rows (Q4_0_R8, Q8_0_R8, Q6_K_R8: interleaved.h),
 // written once for the sets that have its steps (GGL_ROWS8: the x86 sets' gemm_rows8_x86.h). A
 // vector's lane r is row r of a group of 8, so each block's scale conversion, unpacking and
 // activation broadcasts serve 8 rows, and the lane sums are the rows' results: nothing is summed
@@ -18,7 +18,7 @@
 #include "ggml-like/quant/interleaved.h"
 
 namespace ggl::GGL_ISA::gemm_rows8 {
-// Whether this set multiplies interleaved rows (the integer GEMMs then take Q4_0_R8).
+// Whether this set multiplies interleaved rows (the integer GEMMs then take the interleaved types).
 #if GGL_ROWS8
 inline constexpr bool kAvailable = true;
 #else
@@ -46,6 +46,12 @@ inline constexpr size_t kQuadBytes = kRows * 4;  // 4 bytes of each row
 // The walk (row_walk.h) is one sequential stream that the hardware prefetcher follows: a software
 // prefetch 1-8 KiB ahead measured 5-12% slower decode (Zen 4, two threads), none at all the fastest.
 
+// acc + d * total * step: a block's integer lane sums (row r in lane r) times the rows' scales d
+// and the column's step for the block.
+inline __m256 add_block(__m256 acc, __m256 d, __m256i total, float step) {
+  return _mm256_fmadd_ps(d, _mm256_mul_ps(_mm256_cvtepi32_ps(total), _mm256_set1_ps(step)), acc);
+}
+
 // y[c][0..8) = the group's 8 rows times column c, for C columns.
 template <class Format, int C>
 void group_times_columns(const uint8_t* group, int64_t blocks, const typename Format::Column* cols, float* const* y) {
@@ -66,8 +72,7 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const typename Fo
       __m256i total = Steps::total(sums[c]);
       if constexpr (Format::kZeroPoint != 0)
         total = _mm256_sub_epi32(total, _mm256_set1_epi32(Format::kZeroPoint * cols[c].qsum[b]));
-      const __m256 dot = _mm256_mul_ps(_mm256_cvtepi32_ps(total), _mm256_set1_ps(cols[c].scale[b]));
-      acc[c] = _mm256_fmadd_ps(d, dot, acc[c]);
+      acc[c] = add_block(acc[c], d, total, cols[c].scale[b]);
     }
   }
   for (int c = 0; c < C; ++c) _mm256_storeu_ps(y[c], acc[c]);
@@ -99,11 +104,7 @@ void superblocks_times_columns(const uint8_t* group, int64_t superblocks, const 
         for (int c = 0; c < C; ++c) sums[c] = Format::add(sums[c], w, cols[c], b, u);
       }
       const uint8_t* scales = blk + q6_k_r8::kScales + 2 * sub * kRows;
-      for (int c = 0; c < C; ++c) {
-        const __m256i total = Steps::total(sums[c], scales, scales + kRows);
-        const __m256 dot = _mm256_mul_ps(_mm256_cvtepi32_ps(total), _mm256_set1_ps(cols[c].scale[b]));
-        acc[c] = _mm256_fmadd_ps(d, dot, acc[c]);
-      }
+      for (int c = 0; c < C; ++c) acc[c] = add_block(acc[c], d, Steps::total(sums[c], scales, scales + kRows), cols[c].scale[b]);
     }
   }
   for (int c = 0; c < C; ++c) _mm256_storeu_ps(y[c], acc[c]);
