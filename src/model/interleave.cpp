@@ -58,9 +58,9 @@ InterleavedWeights::InterleavedWeights(const ggl::GgufFile& file, const ModelWei
     else if (const auto type = cpu_layout(*r, &r == &weights_.output))
       layouts.emplace(r, *type);
   });
+  for (WeightRef t : kept) layouts.erase(t);
   std::map<WeightRef, ggl::TensorInfo*> moved;
   for (const auto& [t, type] : layouts) moved.emplace(t, nullptr);
-  for (WeightRef t : kept) moved.erase(t);
   if (moved.empty()) return;
   for (const auto& [from, to] : moved) bytes_ += aligned(from->nbytes);
   buffer_ = {static_cast<uint8_t*>(std::aligned_alloc(kAlign, bytes_)), std::free};

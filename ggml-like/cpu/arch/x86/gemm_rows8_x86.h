@@ -116,6 +116,10 @@ struct Words {
     const auto* p = reinterpret_cast<const __m128i*>(quads);
     return {_mm256_cvtepi8_epi16(_mm_loadu_si128(p)), _mm256_cvtepi8_epi16(_mm_loadu_si128(p + 1))};
   }
+  // The same from a register of 32 signed bytes (quants computed, not loaded).
+  static Weights widen(__m256i bytes) {
+    return {_mm256_cvtepi8_epi16(_mm256_castsi256_si128(bytes)), _mm256_cvtepi8_epi16(_mm256_extracti128_si256(bytes, 1))};
+  }
   using Sum = Weights;
   static Sum zero() { return {_mm256_setzero_si256(), _mm256_setzero_si256()}; }
   // x: the 4 activations 4u..4u+3.
@@ -161,15 +165,12 @@ struct Q6Quads {
     const __m256i moved = u < 2 ? _mm256_slli_epi16(high, 4 - 2 * u) : _mm256_srli_epi16(high, 2 * u - 4);
     return _mm256_and_si256(moved, _mm256_set1_epi8(0x30));
   }
-  static Words::Weights widen(__m256i bytes) {
-    return {_mm256_cvtepi8_epi16(_mm256_castsi256_si128(bytes)), _mm256_cvtepi8_epi16(_mm256_extracti128_si256(bytes, 1))};
-  }
   static Weights load(const uint8_t* quad, const High& high, int u) {
     const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quad));
     const __m256i low4 = _mm256_set1_epi8(0x0F), zero = _mm256_set1_epi8(32);
     const __m256i first = _mm256_or_si256(_mm256_and_si256(q, low4), top2(high.first, u));
     const __m256i second = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), low4), top2(high.second, u));
-    return {widen(_mm256_sub_epi8(first, zero)), widen(_mm256_sub_epi8(second, zero))};
+    return {Words::widen(_mm256_sub_epi8(first, zero)), Words::widen(_mm256_sub_epi8(second, zero))};
   }
   static Sum zero() { return {Words::zero(), Words::zero()}; }
   // x: the sub-block's 32 activations.
