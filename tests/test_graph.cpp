@@ -189,34 +189,40 @@ TEST_P(MulMatTypes, BatchedBroadcastAndPermutedActivations) {
 }
 
 // out[n, m, h] = sum_k w[n, k, h] x[k, m]. Plain types also with rows of a length past the last
-// whole 32-value chunk; 3 and 11 columns: tiles of two and a single one, and more than one tile call;
-// 5 chunks of 32 outputs: tiles of several chunks and the chunks left over, with every kernel set.
+// whole 32-value chunk; 1, 3 and 11 columns: tiles of two and a single one, and more than one tile
+// call; 3, 5 and 10 chunks of 32 outputs: tiles of several chunks and the chunks left over (and,
+// for Q4_0 / Q8_0 in integers, more block columns than one prepared vector covers); 20 and 45 rows
+// (a group of 32 rows and an odd remainder), with every kernel set, the integer paths on and off.
 TEST_P(MulMatTypes, TransposedWeights) {
   const Type type = GetParam();
   const bool plain = type == Type::F32 || type == Type::F16 || type == Type::BF16;
-  const int64_t K = 20, H = 2;
-  for (const int64_t N : plain ? std::vector<int64_t>{96, 100, 160} : std::vector<int64_t>{96, 160}) {
-    for (const int64_t M : {3, 11}) {
-      SCOPED_TRACE(::testing::Message() << "N " << N << ", M " << M);
-      Weights w = make_weights(type, N, K * H, 9);
-      std::vector<float> x = random_floats(K * M, 10);
-      std::vector<float> want(N * M * H);
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t n = 0; n < N; ++n) {
-            double acc = 0;
-            for (int64_t k = 0; k < K; ++k) acc += static_cast<double>(w.values[n + N * (k + K * h)]) * x[k + K * m];
-            want[n + N * (m + M * h)] = static_cast<float>(acc);
-          }
-      latte::testing::for_each_kernel_set([&](const ggl::CpuKernels&) {
-        Graph g;
-        Tensor* tw = g.external(type, std::vector<int64_t>{N, K, H}, w.bytes.data(), "w");
-        Tensor* out = g.mul_mat_t(tw, f32_tensor(g, x, {K, M}, "x"));  // [N, M, H], x broadcast
-        run(g, out, 2);
-        expect_near_all(result(out), want, 1e-4f);
-      });
-    }
-  }
+  const int64_t H = 2;
+  for (const int64_t K : {20, 45})
+    for (const int64_t N : plain ? std::vector<int64_t>{96, 100, 160} : std::vector<int64_t>{96, 160, 320})
+      for (const int64_t M : {1, 3, 11}) {
+        SCOPED_TRACE(::testing::Message() << "K " << K << ", N " << N << ", M " << M);
+        Weights w = make_weights(type, N, K * H, 9);
+        std::vector<float> x = random_floats(K * M, 10);
+        std::vector<float> want(N * M * H);
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t n = 0; n < N; ++n) {
+              double acc = 0;
+              for (int64_t k = 0; k < K; ++k) acc += static_cast<double>(w.values[n + N * (k + K * h)]) * x[k + K * m];
+              want[n + N * (m + M * h)] = static_cast<float>(acc);
+            }
+        for (bool int_gemm : {false, true}) {
+          const IntGemmSwitch path(int_gemm);
+          SCOPED_TRACE(int_gemm ? "integer paths on" : "integer paths off");
+          latte::testing::for_each_kernel_set([&](const ggl::CpuKernels&) {
+            Graph g;
+            Tensor* tw = g.external(type, std::vector<int64_t>{N, K, H}, w.bytes.data(), "w");
+            Tensor* out = g.mul_mat_t(tw, f32_tensor(g, x, {K, M}, "x"));  // [N, M, H], x broadcast
+            run(g, out, 2);
+            expect_near_all(result(out), want, mul_mat_tolerance(type, int_gemm, 16));
+          });
+        }
+      }
 }
 
 TEST_P(MulMatTypes, ExpertsSelectedPerToken) {

@@ -185,8 +185,9 @@ void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
 }
 
 // mul_mat_t: out[n, m] = sum_k w[n, k] x[k, m]. Items are (batch, chunk of output columns n);
-// each weight row k is decoded once per item and added into every activation column. Chunks are
-// whole rows when the batches alone keep the threads busy, else whole-block slices.
+// each weight row k is read once per item and added into every activation column (Q4_0 / Q8_0 in
+// 16-bit integers where the set has them, transposed_int16.cpp; else decoded to floats). Chunks
+// are whole rows when the batches alone keep the threads busy, else whole-block slices.
 namespace {
 int64_t transposed_chunk(const Tensor& dst, int nth) {
   const Tensor& w = *dst.src[0];
@@ -225,7 +226,8 @@ void cpu_mul_mat_t(const Tensor& dst, const CpuThread& th) {
         ys[c] = y + (m0 + c) * N + n0;
         std::memset(ys[c], 0, len * sizeof(float));
       }
-      add_weighted_rows(w.type, wb, w.nb[1], K, len, a, ys, cols);
+      if (!int_gemm_enabled() || !add_weighted_rows_int16(w.type, wb, w.nb[1], K, len, a, ys, cols))
+        add_weighted_rows(w.type, wb, w.nb[1], K, len, a, ys, cols);
     }
   }
 }

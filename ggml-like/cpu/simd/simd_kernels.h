@@ -31,6 +31,10 @@ void decode_row(Type t, const void* w_row, float* out, int64_t n);
 // n_cols columns c: the transposed product (mul_mat_t), with nothing decoded to memory.
 void add_weighted_rows(Type t, const void* w, size_t row_stride, int64_t K, int64_t n, const float* const* a,
                        float* const* y, int n_cols);
+// transposed_int16.cpp: the same for Q4_0 / Q8_0 weights in 16-bit integers, where the set has
+// the steps; false (nothing done) for other types and sets.
+bool add_weighted_rows_int16(Type t, const void* w, size_t row_stride, int64_t K, int64_t n, const float* const* a,
+                             float* const* y, int n_cols);
 
 // node.cpp: scratch bytes of a node and running it (cpu_kernels.h's cpu_work_bytes, cpu_run_node).
 size_t node_work_bytes(const Tensor& node, int n_threads);

@@ -11,6 +11,7 @@
 
 #include "ggml-like/cpu/arch/x86/gemm_rows8_x86.h"
 #include "ggml-like/cpu/arch/x86/gemm_rows_x86.h"
+#include "ggml-like/cpu/arch/x86/transposed_x86.h"
 #include "ggml-like/cpu/arch/x86/x86_intrinsics.h"
 
 namespace ggl::GGL_ISA::gemm_steps {
