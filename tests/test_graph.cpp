@@ -57,6 +57,34 @@ void expect_near_all(const std::vector<float>& got, const std::vector<float>& wa
     ASSERT_NEAR(got[i], want[i], tol * (1.0f + std::fabs(want[i]))) << "at " << i;
 }
 
+// sigmoid, silu and swiglu take vectors of exponentials: rows of 37 (whole vectors and a tail on
+// every set), values of spread 6, against std::exp, with every kernel set.
+TEST(Graph, VectorExponentialsMatchStdExp) {
+  const int64_t n = 37, rows = 3;
+  std::vector<float> a = random_floats(n * rows, 21, 6.0f), b = random_floats(n * rows, 22);
+  latte::testing::for_each_kernel_set([&](const ggl::CpuKernels&) {
+    Graph g;
+    Tensor* ta = f32_tensor(g, a, {n, rows}, "a");
+    Tensor* tb = f32_tensor(g, b, {n, rows}, "b");
+    Tensor* sg = g.sigmoid(ta);
+    Tensor* sl = g.silu(ta);
+    Tensor* sw = g.swiglu(ta, tb);
+    g.mark_output(sg);
+    g.mark_output(sl);
+    run(g, sw, 2);
+    std::vector<float> e_sg(a.size()), e_sl(a.size()), e_sw(a.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      const double s = 1.0 / (1.0 + std::exp(-static_cast<double>(a[i])));
+      e_sg[i] = static_cast<float>(s);
+      e_sl[i] = static_cast<float>(a[i] * s);
+      e_sw[i] = static_cast<float>(a[i] * s * b[i]);
+    }
+    expect_near_all(result(sg), e_sg, 1e-6f);
+    expect_near_all(result(sl), e_sl, 1e-6f);
+    expect_near_all(result(sw), e_sw, 1e-6f);
+  });
+}
+
 TEST(Graph, ElementwiseOpsWithBroadcast) {
   std::vector<float> a = random_floats(6 * 4 * 3, 1), b = random_floats(6 * 1 * 3, 2), s = random_floats(1 * 4, 3);
   for (float& x : b) x = std::fabs(x) + 0.5f;
