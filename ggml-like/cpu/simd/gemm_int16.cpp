@@ -1,12 +1,12 @@
 // kInt16Gemm (int_gemm.h): 16-bit activations, a pair of 16-bit products per 32-bit lane
 // (gemm_steps.h's Pairs: VPDPWSSD on AVX-512, VPMADDWD + VPADDD on AVX2). Layouts:
 //   column: int16 q[n] | float scale[n/32] | float sum[n/32] | float offset[n/32] | float
-//           hi_offset[n/32] | int8 hi[n] | uint8 lo[n] | float skew_sum[n/32] | int32 qsum[n/32] |
-//           int32 first_qsum[n/32], each part 64-byte aligned; the block value is scale * q, sum is the float sum of the
+//           hi_offset[n/32] | int8 hi[n] | uint8 lo[n] | float skew_sum[n/32] | int32 qsum[n/32],
+//           each part 64-byte aligned; the block value is scale * q, sum is the float sum of the
 //           block's activations (for Q4_1's min), skew_sum the sum of its first 16 minus that of
 //           its last 16 (for Q2_K's two mins per 32), and the rest serve the rows paths: q = 256 *
-//           hi + lo, qsum is the sum of the block's q (first_qsum: of its first 16), offset scale *
-//           qsum, hi_offset scale * 4096 times the sum of its hi.
+//           hi + lo, qsum is the sum of the block's q, offset scale * qsum, hi_offset scale * 4096
+//           times the sum of its hi.
 //   panel:  per block of 32 weights: 32 / kLanes lane groups of kLanes rows, each 16 vectors (one
 //           per pair of weights) whose lane r holds that pair of row r as two int16; then the
 //           rows' scales [32], mins [32] and skews [32] as floats (gemm_panel.h).
@@ -41,7 +41,7 @@ constexpr int32_t kLevels = 16383;
 
 size_t scales_bytes(int64_t n) { return round64(n / kBlock * sizeof(float)); }
 
-size_t column_bytes(int64_t n) { return round64(n * sizeof(int16_t)) + 7 * scales_bytes(n) + 2 * round64(n); }
+size_t column_bytes(int64_t n) { return round64(n * sizeof(int16_t)) + 6 * scales_bytes(n) + 2 * round64(n); }
 
 struct Column {
   const int16_t* q;
@@ -53,7 +53,6 @@ struct Column {
   const uint8_t* lo;
   const float* skew_sum;
   const int32_t* qsum;
-  const int32_t* first_qsum;
 };
 
 // 16-bit activations: a step adds a pair of weight-activation products per lane.
@@ -70,8 +69,7 @@ struct Format {
             reinterpret_cast<const float*>(base + q + 3 * s),  reinterpret_cast<const int8_t*>(base + q + 4 * s),
             reinterpret_cast<const uint8_t*>(base + q + 4 * s + round64(n)),
             reinterpret_cast<const float*>(base + q + 4 * s + 2 * round64(n)),
-            reinterpret_cast<const int32_t*>(base + q + 5 * s + 2 * round64(n)),
-            reinterpret_cast<const int32_t*>(base + q + 6 * s + 2 * round64(n))};
+            reinterpret_cast<const int32_t*>(base + q + 5 * s + 2 * round64(n))};
   }
   // Q4_0's offset of 8 comes off while unpacking (its weights are signed 16-bit integers here).
   static int32_t zero_point(Type) { return 0; }
@@ -139,17 +137,12 @@ struct Rows8Q8Format : Format {
     return Steps::add(s, w, c.q + b * kBlock + 4 * u);
   }
 };
-// Q6_K_R8: the 6-bit quants (0..63) times the activations' low and high bytes of the sub-block
-// (block b); each half's zero point 32 comes off through its activation sum.
+// Q6_K_R8: the 6-bit quants less 32, widened, times the activations q of the sub-block (block b).
 struct Rows8Q6Format : Format {
   using Steps = gemm_rows8_steps::Q6Quads;
   static constexpr bool kSuperBlocks = true;
   static Steps::Sum add(const Steps::Sum& s, const Steps::Weights& w, const Column& c, int64_t b, int u) {
-    return Steps::add(s, w, c.lo + b * kBlock, c.hi + b * kBlock, u);
-  }
-  static __m256i total(const Steps::Sum& s, const Column& c, int64_t b, const uint8_t* first_scales,
-                       const uint8_t* second_scales) {
-    return Steps::total(s, c.first_qsum[b], c.qsum[b] - c.first_qsum[b], first_scales, second_scales);
+    return Steps::add(s, w, c.q + b * kBlock, u);
   }
 };
 #endif
@@ -219,7 +212,6 @@ void quantize_column(const float* x, int64_t n, void* column) {
   auto* lo = reinterpret_cast<uint8_t*>(base + q_bytes + 4 * s_bytes + round64(n));
   auto* skew_sum = reinterpret_cast<float*>(base + q_bytes + 4 * s_bytes + 2 * round64(n));
   auto* qsum = reinterpret_cast<int32_t*>(base + q_bytes + 5 * s_bytes + 2 * round64(n));
-  auto* first_qsum = reinterpret_cast<int32_t*>(base + q_bytes + 6 * s_bytes + 2 * round64(n));
   for (int64_t b = 0; b < n / kBlock; ++b) {
     const gemm_panel::QuantizedBlock block = gemm_panel::quantize_block(x + b * kBlock, static_cast<float>(kLevels));
     scale[b] = block.scale;
@@ -234,7 +226,6 @@ void quantize_column(const float* x, int64_t n, void* column) {
       lo[b * kBlock + i] = static_cast<uint8_t>(v & 0xFF);
       q_sum += v;
       hi_sum += v >> 8;
-      if (i == kBlock / 2 - 1) first_qsum[b] = q_sum;
     }
     qsum[b] = q_sum;
     offset[b] = block.scale * static_cast<float>(q_sum);

@@ -80,9 +80,8 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const typename Fo
 
 // Q6_K_R8 (quant/interleaved.h): y[c][0..8) = the group's 8 rows times column c, for C columns.
 // Per super-block the rows' d; per 32-value sub-block (the column's block b) the Steps (Q6Quads)
-// sum its two halves of 16 apart, and Format::total(sums, column, b, first_scales, second_scales)
-// scales them by the rows' scales in integers, then one conversion to float as for the 32-value
-// types.
+// sum its two halves of 16 apart and scale them by the rows' scales in integers, then one
+// conversion to float as for the 32-value types.
 template <class Format, int C>
 void superblocks_times_columns(const uint8_t* group, int64_t superblocks, const typename Format::Column* cols,
                                float* const* y) {
@@ -105,8 +104,7 @@ void superblocks_times_columns(const uint8_t* group, int64_t superblocks, const 
         for (int c = 0; c < C; ++c) sums[c] = Format::add(sums[c], w, cols[c], b, u);
       }
       const uint8_t* scales = blk + q6_k_r8::kScales + 2 * sub * kRows;
-      for (int c = 0; c < C; ++c)
-        acc[c] = add_block(acc[c], d, Format::total(sums[c], cols[c], b, scales, scales + kRows), cols[c].scale[b]);
+      for (int c = 0; c < C; ++c) acc[c] = add_block(acc[c], d, Steps::total(sums[c], scales, scales + kRows), cols[c].scale[b]);
     }
   }
   for (int c = 0; c < C; ++c) _mm256_storeu_ps(y[c], acc[c]);

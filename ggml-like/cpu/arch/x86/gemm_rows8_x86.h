@@ -3,9 +3,9 @@
 // is row r of the group, so a block's 4 activations are broadcast once for 8 rows.
 // Q4_0's nibbles (Quads, Bytes): without VNNI (the avx2 set) the byte products are VPMADDUBSW
 // pairs added up in 16 bits where they cannot overflow; with VNNI (avx2vnni, avx512) VPDPBUSD
-// adds each quad into 32 bits. Q8_0's signed bytes (Words) widen to 16 bits and multiply 16-bit
-// activations in pairs (VPMADDWD + VPADDD, or VPDPWSSD); Q6_K's 6-bit quants (Q6Quads) stay bytes
-// against the activations' bytes, as Q4_0's do. Included by the x86 sets' gemm_steps.h.
+// adds each quad into 32 bits. Q8_0's signed bytes (Words) and Q6_K's 6-bit quants less 32
+// (Q6Quads) widen to 16 bits and multiply 16-bit activations in pairs (VPMADDWD + VPADDD, or
+// VPDPWSSD). Included by the x86 sets' gemm_steps.h.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -116,6 +116,10 @@ struct Words {
     const auto* p = reinterpret_cast<const __m128i*>(quads);
     return {_mm256_cvtepi8_epi16(_mm_loadu_si128(p)), _mm256_cvtepi8_epi16(_mm_loadu_si128(p + 1))};
   }
+  // The same from a register of 32 signed bytes (quants computed, not loaded).
+  static Weights widen(__m256i bytes) {
+    return {_mm256_cvtepi8_epi16(_mm256_castsi256_si128(bytes)), _mm256_cvtepi8_epi16(_mm256_extracti128_si256(bytes, 1))};
+  }
   using Sum = Weights;
   static Sum zero() { return {_mm256_setzero_si256(), _mm256_setzero_si256()}; }
   // x: the 4 activations 4u..4u+3.
@@ -137,18 +141,15 @@ struct Words {
 };
 
 // Q6_K's quants (Q6_K_R8): per quad u of a 32-value sub-block, elements 4u..4u+3 (the first half
-// of 16, one scale per row) and 16+4u..19+4u (the second half, another), as unsigned bytes 0..63
-// times the 16-bit activations split into bytes as in Bytes. The halves are summed apart, their
-// zero point 32 taken off through the half's activation sum, and scaled by their rows' scales in
-// integers: a half's sum is at most 16 * 32 * 16383 per row, times |scale| <= 128 and two halves
-// 2147352576 < 2^31. (Byte products: about 20 instructions a quad of both halves where widening
-// the quants to 16 bits took 26.)
+// of 16, one scale per row) and 16+4u..19+4u (the second half, another), 6-bit quants less 32 as
+// Words weights; the halves are summed apart and scaled by their rows' scales in integers: a half's
+// sum is at most 16 * 32 * 16383 per row, times |scale| <= 128 and two halves 2147352576 < 2^31.
 struct Q6Quads {
   struct Weights {
-    __m256i first, second;
+    Words::Weights first, second;
   };
   struct Sum {
-    Bytes::Sum first, second;
+    Words::Sum first, second;
   };
   // The sub-block's two quads of top bits.
   struct High {
@@ -165,36 +166,24 @@ struct Q6Quads {
     return _mm256_and_si256(moved, _mm256_set1_epi8(0x30));
   }
   static Weights load(const uint8_t* quad, const High& high, int u) {
-    const Nibbles n = nibbles(quad);
-    return {_mm256_or_si256(n.lo, top2(high.first, u)), _mm256_or_si256(n.hi, top2(high.second, u))};
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quad));
+    const __m256i low4 = _mm256_set1_epi8(0x0F), zero = _mm256_set1_epi8(32);
+    const __m256i first = _mm256_or_si256(_mm256_and_si256(q, low4), top2(high.first, u));
+    const __m256i second = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), low4), top2(high.second, u));
+    return {Words::widen(_mm256_sub_epi8(first, zero)), Words::widen(_mm256_sub_epi8(second, zero))};
   }
-  static Sum zero() { return {Bytes::zero(), Bytes::zero()}; }
-#if GGL_VNNI256
-  static Bytes::Sum add_half(Bytes::Sum s, __m256i w, const uint8_t* lo, const int8_t* hi) {
-    return {vnni256::dpbusd(s.lo, broadcast4(lo), w), vnni256::dpbusd(s.hi, w, broadcast4(hi))};
+  static Sum zero() { return {Words::zero(), Words::zero()}; }
+  // x: the sub-block's 32 activations.
+  static Sum add(Sum s, const Weights& w, const int16_t* x, int u) {
+    return {Words::add(s.first, w.first, x + 4 * u), Words::add(s.second, w.second, x + 16 + 4 * u)};
   }
-#else
-  // Low bytes: a VPMADDUBSW pair is at most 2 * 255 * 63 = 32130, widened at once. High bytes
-  // (-64..63): at most 2 * 63 * 64 = 8064 a pair, a sub-block's 4 quads add up in 16 bits (32256).
-  static Bytes::Sum add_half(Bytes::Sum s, __m256i w, const uint8_t* lo, const int8_t* hi) {
-    const __m256i low = _mm256_madd_epi16(_mm256_maddubs_epi16(broadcast4(lo), w), _mm256_set1_epi16(1));
-    return {_mm256_add_epi32(s.lo, low), _mm256_add_epi16(s.hi, _mm256_maddubs_epi16(w, broadcast4(hi)))};
-  }
-#endif
-  // lo, hi: the sub-block's 32 activation bytes.
-  static Sum add(const Sum& s, const Weights& w, const uint8_t* lo, const int8_t* hi, int u) {
-    return {add_half(s.first, w.first, lo + 4 * u, hi + 4 * u), add_half(s.second, w.second, lo + 16 + 4 * u, hi + 16 + 4 * u)};
-  }
-  // Lane r: row r's sum, each half less 32 times its activations' sum, times its scale (8 signed
-  // bytes each, row r at r).
-  static __m256i total(const Sum& s, int32_t first_qsum, int32_t second_qsum, const uint8_t* first_scales,
-                       const uint8_t* second_scales) {
+  // Lane r: row r's sum, each half times its scale (8 signed bytes each, row r at r).
+  static __m256i total(const Sum& s, const uint8_t* first_scales, const uint8_t* second_scales) {
     auto scales = [](const uint8_t* p) {
       return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
     };
-    const __m256i first = _mm256_sub_epi32(Bytes::total(s.first), _mm256_set1_epi32(32 * first_qsum));
-    const __m256i second = _mm256_sub_epi32(Bytes::total(s.second), _mm256_set1_epi32(32 * second_qsum));
-    return _mm256_add_epi32(_mm256_mullo_epi32(first, scales(first_scales)), _mm256_mullo_epi32(second, scales(second_scales)));
+    return _mm256_add_epi32(_mm256_mullo_epi32(Words::total(s.first), scales(first_scales)),
+                            _mm256_mullo_epi32(Words::total(s.second), scales(second_scales)));
   }
 };
 
