@@ -220,7 +220,8 @@ TEST_P(MulMatTypes, BatchedBroadcastAndPermutedActivations) {
 // whole 32-value chunk; 1, 3 and 11 columns: tiles of two and a single one, and more than one tile
 // call; 3, 5 and 10 chunks of 32 outputs: tiles of several chunks and the chunks left over (and,
 // for Q4_0 / Q8_0 in integers, more block columns than one prepared vector covers); 20 and 45 rows
-// (a group of 32 rows and an odd remainder), with every kernel set, the integer paths on and off.
+// (whole groups of 16 rows, a short group and an odd remainder), with every kernel set, the
+// integer paths on and off.
 TEST_P(MulMatTypes, TransposedWeights) {
   const Type type = GetParam();
   const bool plain = type == Type::F32 || type == Type::F16 || type == Type::BF16;
