@@ -12,7 +12,7 @@ uint16_t f32_to_fp16(float f);
 float bf16_to_f32(uint16_t b);
 uint16_t f32_to_bf16(float f);
 
-// Whole rows of n values; bit-identical to the scalar functions, vectorised where the CPU allows.
+// Whole rows of n values, bit-identical to the scalar functions.
 void fp16_to_f32_row(const uint16_t* src, float* dst, int64_t n);
 void f32_to_fp16_row(const float* src, uint16_t* dst, int64_t n);
 void bf16_to_f32_row(const uint16_t* src, float* dst, int64_t n);

@@ -8,7 +8,6 @@
 #include <string>
 #include <string_view>
 
-#include "ggml-like/gguf/gguf.h"  // kMaxDims
 #include "ggml-like/core/types.h"
 
 namespace ggl {

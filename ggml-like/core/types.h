@@ -32,12 +32,15 @@ enum class Type : uint32_t {
   BF16 = 30,
   // latte's own in-memory layouts, never read from or written to a file (ids from
   // kFirstInternalType on): Q4_0, Q8_0 and Q6_K with 8 rows interleaved for the CPU's decode
-  // kernels (quant/interleaved.h).
+  // kernels (cpu/interleaved.h).
   Q4_0_R8 = (1u << 16) | 2,
   Q8_0_R8 = (1u << 16) | 8,
   Q6_K_R8 = (1u << 16) | 14,
 };
 inline constexpr uint32_t kFirstInternalType = 1u << 16;
+
+// Dimensions of a tensor (ggml's GGML_MAX_DIMS): ne[0] is the fastest.
+inline constexpr int kMaxDims = 4;
 
 inline constexpr int kQuantBlock = 32;   // weights per block for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL
 inline constexpr int kSuperBlock = 256;  // weights per super-block for the K-quants and IQ4_XS

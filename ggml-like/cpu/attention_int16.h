@@ -7,11 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ggml-like/cpu/cpu_kernels.h"
+#include "ggml-like/cpu/op_thread.h"
 
 namespace ggl {
 
-// Whether MHA heads of these sizes take the integer kernel with the kernel set in use (kernels.h:
+// Whether MHA heads of these sizes take the integer kernel with the kernel set in use (kernel_set.h:
 // its instruction set, and the integer-path switch of int_gemm.h), and whether a flash_attn node
 // does. (The kernel itself runs inside the flash_attn op.)
 bool mha_int16_takes(int64_t Dk, int64_t Dv);

@@ -13,9 +13,9 @@
 #include <utility>
 
 #include "ggml-like/cpu/attention_int16.h"
-#include "ggml-like/cpu/cpu_kernels.h"
+#include "ggml-like/cpu/op_thread.h"
 #include "ggml-like/cpu/int_gemm.h"
-#include "ggml-like/cpu/kernels.h"
+#include "ggml-like/cpu/kernel_set.h"
 #include "ggml-like/core/error.h"
 #include "ggml-like/graph/graph_plan.h"
 
@@ -237,7 +237,7 @@ void CpuBackend::compute(Graph& graph) {
 // float path, which does half the integer GEMM's multiply-adds per cycle (for MLA's latent
 // up-projections this includes the copies of latents and per-head keys that expanding costs).
 // The integer attention kernel measured ~1.7x the float one at depth (AVX-512; each set says its
-// own figure, kernels.h), and with 32 or more heads the absorbed form's attention ~1.4x (AVX-512).
+// own figure, kernel_set.h), and with 32 or more heads the absorbed form's attention ~1.4x (AVX-512).
 double CpuBackend::matmul_speed(Type w, int64_t k) const { return int16_gemm().supports(w, k) ? 0.6 : 0.3; }
 
 double CpuBackend::attention_speed(int64_t dk, int64_t dv, int64_t heads_per_kv) const {

@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "ggml-like/graph/graph_backend.h"
+#include "ggml-like/backend/backend.h"
 #include "ggml-like/graph/graph_plan.h"
 
 namespace ggl {

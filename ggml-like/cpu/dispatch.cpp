@@ -1,4 +1,4 @@
-// The choice of kernel table (kernels.h), and the ggl:: entry points of the kernels, which forward
+// The choice of kernel table (kernel_set.h), and the ggl:: entry points of the kernels, which forward
 // to the table in use. Compiled for the baseline: this file runs before anything is known about
 // the CPU, so it must not use any instruction set it checks for.
 #include <atomic>
@@ -8,100 +8,63 @@
 
 #include "ggml-like/core/error.h"
 #include "ggml-like/cpu/attention_int16.h"
-#include "ggml-like/cpu/cpu_kernels.h"
+#include "ggml-like/cpu/op_thread.h"
 #include "ggml-like/cpu/dot.h"
 #include "ggml-like/cpu/int_gemm.h"
-#include "ggml-like/cpu/kernels.h"
+#include "ggml-like/cpu/kernel_set.h"
 
 #if defined(__aarch64__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
 #endif
 
-// The sets this build has (CMake defines GGL_HAVE_ISA_<set> for each).
-#define GGL_DECLARE_ISA(isa) \
-  namespace ggl::isa {       \
+// The sets this build has, best first: CMake defines GGL_ISA_LIST as X(set) for each
+// (CMakeLists.txt, LATTE_ISAS).
+#ifndef GGL_ISA_LIST
+#error "GGL_ISA_LIST names the kernel sets of this build (CMakeLists.txt)"
+#endif
+#define X(isa)                      \
+  namespace ggl::isa {              \
   extern const CpuKernels kKernels; \
   }
-#if defined(GGL_HAVE_ISA_native)
-GGL_DECLARE_ISA(native)
-#endif
-#if defined(GGL_HAVE_ISA_avx512)
-GGL_DECLARE_ISA(avx512)
-#endif
-#if defined(GGL_HAVE_ISA_avx2vnni)
-GGL_DECLARE_ISA(avx2vnni)
-#endif
-#if defined(GGL_HAVE_ISA_avx2)
-GGL_DECLARE_ISA(avx2)
-#endif
-#if defined(GGL_HAVE_ISA_generic)
-GGL_DECLARE_ISA(generic)
-#endif
-#if defined(GGL_HAVE_ISA_neon_dotprod)
-GGL_DECLARE_ISA(neon_dotprod)
-#endif
-#if defined(GGL_HAVE_ISA_neon)
-GGL_DECLARE_ISA(neon)
-#endif
+GGL_ISA_LIST
+#undef X
 
 namespace ggl {
 namespace {
 
+// Whether this CPU runs a set: the instructions its compiler flags allow (CMakeLists.txt,
+// LATTE_ISA_FLAGS_<set>).
 #if defined(__x86_64__) || defined(__i386__)
-bool cpu_has(const char* feature) {
+bool cpu_runs(std::string_view set) {
   __builtin_cpu_init();
-  if (std::string_view(feature) == "avx512") {
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+  if (set == "avx512")
+    return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
            __builtin_cpu_supports("avx512vnni");
-  }
-  if (std::string_view(feature) == "avx2")
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
-           __builtin_cpu_supports("bmi2");
-  if (std::string_view(feature) == "avx2vnni") return cpu_has("avx2") && __builtin_cpu_supports("avxvnni");
-  return false;
+  if (set == "avx2vnni") return avx2 && __builtin_cpu_supports("avxvnni");
+  if (set == "avx2") return avx2;
+  return set == "generic" || set == "native";  // the baseline, or built for this machine
 }
 #elif defined(__aarch64__)
 // Linux reports the CPU's optional features in the auxiliary vector (what the kernel enabled, so
 // also what an emulator offers). Advanced SIMD itself is part of every ARMv8-A core.
-bool cpu_has(const char* feature) {
-  if (std::string_view(feature) == "dotprod") return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
-  return false;
+bool cpu_runs(std::string_view set) {
+  if (set == "neon_dotprod") return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+  return set == "neon" || set == "generic" || set == "native";
 }
 #else
-bool cpu_has(const char*) { return false; }
+bool cpu_runs(std::string_view set) { return set == "generic" || set == "native"; }
 #endif
 
-struct Candidate {
-  const CpuKernels* kernels;
-  bool runs;
-};
-
-// Every set of this build, best first, with whether this CPU runs it.
-std::vector<Candidate> candidates() {
-  std::vector<Candidate> all;
-#if defined(GGL_HAVE_ISA_native)
-  all.push_back({&native::kKernels, true});  // built for this machine
-#endif
-#if defined(GGL_HAVE_ISA_avx512)
-  all.push_back({&avx512::kKernels, cpu_has("avx512")});
-#endif
-#if defined(GGL_HAVE_ISA_avx2vnni)
-  all.push_back({&avx2vnni::kKernels, cpu_has("avx2vnni")});
-#endif
-#if defined(GGL_HAVE_ISA_avx2)
-  all.push_back({&avx2::kKernels, cpu_has("avx2")});
-#endif
-#if defined(GGL_HAVE_ISA_generic)
-  all.push_back({&generic::kKernels, true});
-#endif
-#if defined(GGL_HAVE_ISA_neon_dotprod)
-  all.push_back({&neon_dotprod::kKernels, cpu_has("dotprod")});
-#endif
-#if defined(GGL_HAVE_ISA_neon)
-  all.push_back({&neon::kKernels, true});
-#endif
+// Every set of this build, best first.
+std::vector<const CpuKernels*> built_sets() {
+  std::vector<const CpuKernels*> all;
+#define X(isa) all.push_back(&isa::kKernels);
+  GGL_ISA_LIST
+#undef X
   return all;
 }
 
@@ -127,8 +90,8 @@ std::atomic<const CpuKernels*> g_chosen{nullptr};
 
 std::vector<const CpuKernels*> runnable_cpu_kernels() {
   std::vector<const CpuKernels*> runnable;
-  for (const Candidate& c : candidates())
-    if (c.runs) runnable.push_back(c.kernels);
+  for (const CpuKernels* k : built_sets())
+    if (cpu_runs(k->isa)) runnable.push_back(k);
   return runnable;
 }
 

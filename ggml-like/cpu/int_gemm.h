@@ -64,7 +64,7 @@ constexpr IntGemm unavailable_int_gemm(const char* name, int levels) {
   return {name, levels, [](Type, int64_t) { return false; }, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
 }
 
-// The 16-bit GEMM of the kernel set in use (kernels.h; its table also holds the 8-bit one).
+// The 16-bit GEMM of the kernel set in use (kernel_set.h; its table also holds the 8-bit one).
 const IntGemm& int16_gemm();
 
 // Process-wide switch (on by default): off, every product takes the float32 path, e.g. to check

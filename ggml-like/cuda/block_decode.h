@@ -1,5 +1,5 @@
 // Decoding of every weight type's blocks, written once for the CUDA kernels and the host
-// (core/host_device.h), so the default build's test (tests/test_cuda_block_decode.cpp) checks
+// (core/host_device.h), so the default build's test (tests/ggml-like/cuda/test_cuda_block_decode.cpp) checks
 // against the reference dequantizers exactly the code the kernels run: the group decoders, the
 // walk of a row in groups, and a lane's share of a dot product. No CUDA header is needed on the host side.
 //

@@ -2,13 +2,13 @@
 // cuBLAS handle, and an arena for intermediate results planned like the CPU's (graph_plan.h).
 // A graph's launches are captured into a CUDA graph and replayed when it comes again
 // (cuda_graph_replay.h; LATTE_CUDA_GRAPHS=0 turns that off).
-// It runs the ops of cuda_ops.h; the scheduler (graph_split.h) sends it only those.
+// It runs the ops of cuda_ops.h; the scheduler (scheduler.h) sends it only those.
 // Compiled with -DLATTE_CUDA=ON only. Not yet run on a GPU: see docs/offload.md.
 #pragma once
 #include <memory>
 #include <string>
 
-#include "ggml-like/graph/graph_backend.h"
+#include "ggml-like/backend/backend.h"
 #include "ggml-like/graph/graph_plan.h"
 
 namespace ggl::cuda {

@@ -2,7 +2,7 @@
 // decode and encode (f16, bf16, q8_0), the rotary angle with the YaRN ramp, the online-softmax
 // steps and the merge of partial states, and the top-k ordering. Under nvcc the functions are
 // __host__ __device__; for the ordinary C++ compiler GGL_HD is empty and this header needs no
-// CUDA header, so the default build's tests (tests/test_cuda_host_math.cpp) check this code
+// CUDA header, so the default build's tests (tests/ggml-like/cuda/test_cuda_host_math.cpp) check this code
 // against the CPU backend's ops on a machine without a GPU. Each function mirrors the CPU op it
 // names; where the CPU's result is exact (conversions, q8_0 bytes, top-k indices) so is this.
 #pragma once

@@ -2,7 +2,7 @@
 // runs of at most kTilePairs, so the mat-vec kernel reads an expert's rows once per run rather
 // than once per pair. The kernel route_pairs (op_matmul.cu) counts the pairs per expert, runs
 // make_expert_tiles in one thread, then places each pair at its expert's cursor; the host test
-// (tests/test_cuda_block_decode.cpp) runs the same function.
+// (tests/ggml-like/cuda/test_cuda_block_decode.cpp) runs the same function.
 #pragma once
 #include <cstdint>
 

@@ -1,6 +1,6 @@
 // One block of the absorbed MLA decode kernel (op_attention.cu), phase by phase, as GGL_HD
 // functions of the thread index: the kernel runs each phase on its kThreads threads with a barrier
-// between phases, and tests/test_cuda_host_math.cpp runs the same phases on the host in a loop
+// between phases, and tests/ggml-like/cuda/test_cuda_host_math.cpp runs the same phases on the host in a loop
 // over the thread index, so that the kernel's index arithmetic (shared-memory layout, thread
 // roles, tile bounds, chunk ranges, the partial states and their merge) is checked without a GPU.
 //

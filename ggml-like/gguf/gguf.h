@@ -37,7 +37,6 @@ struct Value {
   ValueType type() const { return static_cast<ValueType>(data.index()); }
 };
 
-inline constexpr int kMaxDims = 4;
 // Arrays nested deeper than this are rejected by the reader (and never written), so a hostile
 // file cannot drive the recursive parser into a stack overflow.
 inline constexpr int kMaxArrayDepth = 8;

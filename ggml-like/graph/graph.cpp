@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "ggml-like/core/error.h"
-#include "ggml-like/quant/interleaved.h"
+#include "ggml-like/cpu/interleaved.h"
 #include "ggml-like/quant/quant.h"
 
 namespace ggl {
@@ -36,7 +36,7 @@ void require_weight(Op op, const Tensor& w) {
   require_rows(op, w);
 }
 
-// Rows of a weight type or an interleaved one (quant/interleaved.h: whole groups of rows), which
+// Rows of a weight type or an interleaved one (cpu/interleaved.h: whole groups of rows), which
 // the matrix products take.
 void require_matrix(Op op, const Tensor& w) {
   require(is_weight_type(w.type) || is_interleaved(w.type), op, "unsupported element type", w);

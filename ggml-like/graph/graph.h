@@ -2,7 +2,7 @@
 // Builder methods check shapes and types (throwing ggl::Error with the op and the shapes) and
 // append computed tensors in creation order, which is the execution order: an op can only use
 // tensors created before it, and an op that writes external memory (copy) runs before every op
-// created after it. A Backend (graph_backend.h) plans the memory and runs the nodes.
+// created after it. A Backend (backend.h) plans the memory and runs the nodes.
 //
 // Conventions (as in ggml): ne[0] is the fastest dimension; a matrix [K, N] has N rows of K
 // elements; activations are f32 with ne[0] contiguous; "broadcast" means a size-1 (or dividing)
@@ -103,7 +103,7 @@ class Graph {
   // Keeps t's bytes alive until the whole graph has run.
   void mark_output(Tensor* t) { t->is_output = true; }
 
-  // ---- cutting a graph into parts (graph_split.h) ------------------------------------------
+  // ---- cutting a graph into parts (scheduler.h) ------------------------------------------
   // Whether t was made by input() / input_i32(): bytes the graph owns, which a part running on
   // another backend receives by copy (external leaves stay where their memory is).
   bool is_input(const Tensor& t) const;

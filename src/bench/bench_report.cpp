@@ -1,6 +1,6 @@
 #include "src/bench/bench_report.h"
 
-#include "ggml-like/cpu/kernels.h"
+#include "ggml-like/cpu/kernel_set.h"
 
 #include <fmt/format.h>
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "src/model/model.h"
-#include "src/model/session.h"
+#include "src/runtime/session.h"
 #include "src/placement/placement.h"
 
 namespace latte::bench {

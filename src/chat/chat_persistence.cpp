@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "ggml-like/core/error.h"
-#include "src/model/cache_io.h"
+#include "src/runtime/cache_io.h"
 
 namespace latte {
 namespace {

@@ -6,7 +6,7 @@
 //    "model": {"architecture": "deepseek2", "file_bytes": 12345678},
 //    "messages": [{"role": "user", "content": "...", "tokens": [...]}, ...],
 //    "cache": {"file": "FILE.cache", "tokens": 412}}      (or "cache": null)
-// FILE.cache: the rows of the cached tokens (src/model/cache_io.h), next to FILE.
+// FILE.cache: the rows of the cached tokens (src/runtime/cache_io.h), next to FILE.
 // The token ids are saved with each message, so a loaded conversation continues with exactly the
 // tokens that were evaluated; messages without "tokens" (a hand-written file) are rendered with
 // the current template.

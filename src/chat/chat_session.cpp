@@ -6,7 +6,7 @@
 #include <chrono>
 
 #include "ggml-like/core/error.h"
-#include "src/model/cache_shift.h"
+#include "src/runtime/cache_shift.h"
 
 namespace latte {
 namespace {

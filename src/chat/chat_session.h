@@ -10,7 +10,7 @@
 // Overflow: the oldest turns (after the system prompt) are dropped until the conversation plus
 // room for a reply fits. The kept turns after them are then recomputed (exact: what a fresh
 // session would hold), or with context_shift their cache rows are moved and re-rotated
-// (src/model/cache_shift.h: instant, but approximate in every layer after the first).
+// (src/runtime/cache_shift.h: instant, but approximate in every layer after the first).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -21,7 +21,7 @@
 
 #include "src/chat/conversation.h"
 #include "src/generate/generate.h"
-#include "src/model/session.h"
+#include "src/runtime/session.h"
 #include "src/sampling/sampler.h"
 
 namespace latte {
@@ -64,7 +64,7 @@ class ChatSession {
   void set_system(std::string text);
   // Replaces the conversation (e.g. loaded from a file); nothing is cached afterwards...
   void replace_conversation(std::vector<Message> messages);
-  // ... until the cache rows of its first n tokens have been written (src/model/cache_io.h).
+  // ... until the cache rows of its first n tokens have been written (src/runtime/cache_io.h).
   void adopt_cache(int64_t n);
 
   const Conversation& conversation() const { return conversation_; }

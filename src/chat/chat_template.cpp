@@ -37,7 +37,7 @@ struct ChatTemplate::Spec {
 namespace {
 
 // The table. Strings are what each model family's own template (and llama.cpp) writes; DeepSeek's
-// special tokens use U+FF5C (｜) and U+2581 (▁). Checked by the golden tests in tests/test_chat_template.cpp.
+// special tokens use U+FF5C (｜) and U+2581 (▁). Checked by the golden tests in tests/src/chat/test_chat_template.cpp.
 // Detection goes down the table and takes the first row whose markers all occur.
 const ChatTemplate::Spec kSpecs[] = {
     {"deepseek-r1", "DeepSeek-R1: <｜User｜>…<｜Assistant｜><think>\\n (reply opens with reasoning)",

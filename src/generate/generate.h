@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "src/model/session.h"
+#include "src/runtime/session.h"
 #include "src/sampling/sampler.h"
 #include "src/tokenizer/stream_decoder.h"
 

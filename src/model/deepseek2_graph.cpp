@@ -7,7 +7,7 @@
 //             out = W_O (W_UV (softmax-weighted sum of latents)).
 //   naive:    k_nope = W_UK c, v = W_UV c for every visible token, then ordinary MHA with keys
 //             [k_nope ; k_pe] and queries [q_nope ; q_pe].
-// Both give the same result up to rounding (tests/test_forward_mla.cpp).
+// Both give the same result up to rounding (tests/src/model/test_forward_mla.cpp).
 #include <cmath>
 
 #include "src/model/graph_blocks.h"

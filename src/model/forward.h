@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "ggml-like/graph/graph.h"
-#include "ggml-like/graph/graph_backend.h"
+#include "ggml-like/backend/backend.h"
 #include "src/model/kv_cache.h"
 #include "src/model/model.h"
 

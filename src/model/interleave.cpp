@@ -10,7 +10,7 @@
 
 #include "ggml-like/core/error.h"
 #include "ggml-like/cpu/int_gemm.h"
-#include "ggml-like/quant/interleaved.h"
+#include "ggml-like/cpu/interleaved.h"
 
 namespace latte {
 namespace {

@@ -1,5 +1,5 @@
 // The model's matrices rewritten at load into the layout the CPU's decode kernels read fastest
-// (ggml-like/quant/interleaved.h: Q4_0 / Q8_0 / Q6_K as Q4_0_R8 / Q8_0_R8 / Q6_K_R8, 8 rows
+// (ggml-like/cpu/interleaved.h: Q4_0 / Q8_0 / Q6_K as Q4_0_R8 / Q8_0_R8 / Q6_K_R8, 8 rows
 // interleaved; Q6_K only as the output head), where the kernel set in use has those kernels. llama.cpp does the same ("repack"; --no-repack turns it off there and
 // here). Only matrices that are nothing but the weights of matrix products are rewritten:
 // attention and feed-forward projections, experts, the output matrix when it is not the token

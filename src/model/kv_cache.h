@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "ggml-like/graph/graph.h"
-#include "ggml-like/graph/graph_backend.h"
+#include "ggml-like/backend/backend.h"
 #include "ggml-like/core/types.h"
 #include "src/model/hparams.h"
 

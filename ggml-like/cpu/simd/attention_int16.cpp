@@ -36,7 +36,7 @@
 #include "ggml-like/cpu/simd/attention_wide.h"
 #include "ggml-like/quant/legacy.h"
 
-#include "ggml-like/cpu/simd/simd_kernels.h"
+#include "ggml-like/cpu/simd/set_declarations.h"
 
 namespace ggl::GGL_ISA {
 

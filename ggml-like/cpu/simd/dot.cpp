@@ -19,7 +19,7 @@
 #include "ggml-like/cpu/arch/arm/arm_intrinsics.h"
 #include "ggml-like/cpu/arch/x86/x86_intrinsics.h"
 
-#include "ggml-like/cpu/simd/simd_kernels.h"
+#include "ggml-like/cpu/simd/set_declarations.h"
 
 namespace ggl::GGL_ISA {
 namespace {

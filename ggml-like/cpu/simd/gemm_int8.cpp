@@ -17,7 +17,7 @@
 #include "ggml-like/cpu/simd/gemm_panel.h"
 #include "ggml-like/cpu/simd/gemm_rows.h"
 #include "ggml-like/cpu/simd/gemm_rows8.h"
-#include "ggml-like/cpu/simd/simd_kernels.h"
+#include "ggml-like/cpu/simd/set_declarations.h"
 
 namespace ggl::GGL_ISA {
 namespace {

@@ -21,7 +21,7 @@
 #include "ggml-like/cpu/simd/row_walk.h"
 #include "ggml-like/quant/quant.h"
 
-#include "ggml-like/cpu/simd/simd_kernels.h"
+#include "ggml-like/cpu/simd/set_declarations.h"
 
 namespace ggl::GGL_ISA {
 namespace {

@@ -26,7 +26,7 @@
 #include "ggml-like/core/types.h"
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/core/fp16.h"
-#include "ggml-like/quant/interleaved.h"
+#include "ggml-like/cpu/interleaved.h"
 #include "ggml-like/quant/quant.h"
 
 namespace ggl::GGL_ISA::gemm_panel {
@@ -226,7 +226,7 @@ void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64
   }
 }
 
-// pack_panel for interleaved rows (Q4_0_R8, Q8_0_R8: quant/interleaved.h; `rows` a multiple of 8): each
+// pack_panel for interleaved rows (Q4_0_R8, Q8_0_R8: cpu/interleaved.h; `rows` a multiple of 8): each
 // block of a group of 8 rows is taken back to the rows' plain blocks on the stack and packed as
 // the plain type's (prefill only: the decode path reads the interleaved layout as it is).
 template <class Format>

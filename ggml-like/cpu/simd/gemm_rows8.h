@@ -15,7 +15,7 @@
 #pragma once
 #include "ggml-like/cpu/simd/gemm_steps.h"
 #include "ggml-like/core/types.h"
-#include "ggml-like/quant/interleaved.h"
+#include "ggml-like/cpu/interleaved.h"
 
 namespace ggl::GGL_ISA::gemm_rows8 {
 // Whether this set multiplies interleaved rows (the integer GEMMs then take the interleaved types).
@@ -33,7 +33,7 @@ inline bool takes(Type t) { return kAvailable && is_interleaved(t); }
 #include <cstdint>
 
 #include "ggml-like/core/types.h"
-#include "ggml-like/quant/interleaved.h"
+#include "ggml-like/cpu/interleaved.h"
 #include "ggml-like/cpu/simd/row_walk.h"
 
 namespace ggl::GGL_ISA::gemm_rows8 {
@@ -78,7 +78,7 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const typename Fo
   for (int c = 0; c < C; ++c) _mm256_storeu_ps(y[c], acc[c]);
 }
 
-// Q6_K_R8 (quant/interleaved.h): y[c][0..8) = the group's 8 rows times column c, for C columns.
+// Q6_K_R8 (cpu/interleaved.h): y[c][0..8) = the group's 8 rows times column c, for C columns.
 // Per super-block the rows' d; per 32-value sub-block (the column's block b) the Steps (Q6Quads)
 // sum its two halves of 16 apart and scale them by the rows' scales in integers, then one
 // conversion to float as for the 32-value types.

@@ -1,7 +1,7 @@
 // The per-node entry points of this instruction set: the scratch a node needs, and running it
-// (cpu_kernels.h has their meaning; cpu_backend.cpp calls them through the kernel table).
+// (op_thread.h has their meaning; cpu_backend.cpp calls them through the kernel table).
 #include "ggml-like/graph/graph.h"
-#include "ggml-like/cpu/simd/simd_kernels.h"
+#include "ggml-like/cpu/simd/set_declarations.h"
 
 namespace ggl::GGL_ISA {
 

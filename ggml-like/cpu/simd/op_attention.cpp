@@ -16,13 +16,13 @@
 #include <cmath>
 #include <cstring>
 
-#include "ggml-like/cpu/cpu_kernels.h"
+#include "ggml-like/cpu/op_thread.h"
 
 #include "ggml-like/cpu/simd/attention_merge.h"
 #include "ggml-like/cpu/simd/attention_wide.h"
 #include "ggml-like/quant/quant.h"
 
-#include "ggml-like/cpu/simd/simd_kernels.h"
+#include "ggml-like/cpu/simd/set_declarations.h"
 
 namespace ggl::GGL_ISA {
 namespace {

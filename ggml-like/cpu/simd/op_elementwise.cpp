@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "ggml-like/cpu/cpu_kernels.h"
+#include "ggml-like/cpu/op_thread.h"
 
-#include "ggml-like/cpu/simd/simd_kernels.h"
+#include "ggml-like/cpu/simd/set_declarations.h"
 
 // GCC 12 warns that the AVX-512 intrinsics' internal "undefined" operands inside xsimd's exp may
 // be used uninitialized (a false positive of those headers once inlined here).

@@ -4,12 +4,12 @@
 #include <cstring>
 #include <vector>
 
-#include "ggml-like/cpu/cpu_kernels.h"
+#include "ggml-like/cpu/op_thread.h"
 #include "ggml-like/cpu/int_gemm.h"
-#include "ggml-like/quant/interleaved.h"
+#include "ggml-like/cpu/interleaved.h"
 #include "ggml-like/quant/quant.h"
 
-#include "ggml-like/cpu/simd/simd_kernels.h"
+#include "ggml-like/cpu/simd/set_declarations.h"
 
 namespace ggl::GGL_ISA {
 namespace {

@@ -2,10 +2,10 @@
 // core/rope_math.h's, which the CUDA kernel shares.
 #include <cstring>
 
-#include "ggml-like/cpu/cpu_kernels.h"
+#include "ggml-like/cpu/op_thread.h"
 #include "ggml-like/graph/graph.h"
 
-#include "ggml-like/cpu/simd/simd_kernels.h"
+#include "ggml-like/cpu/simd/set_declarations.h"
 
 namespace ggl::GGL_ISA {
 

@@ -6,10 +6,10 @@
 #include <numeric>
 
 #include "ggml-like/core/top_k_rule.h"
-#include "ggml-like/cpu/cpu_kernels.h"
+#include "ggml-like/cpu/op_thread.h"
 #include "ggml-like/graph/graph.h"
 
-#include "ggml-like/cpu/simd/simd_kernels.h"
+#include "ggml-like/cpu/simd/set_declarations.h"
 
 namespace ggl::GGL_ISA {
 namespace {

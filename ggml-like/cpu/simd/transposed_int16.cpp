@@ -17,7 +17,7 @@
 
 #include "ggml-like/quant/legacy.h"
 #include "ggml-like/cpu/simd/gemm_steps.h"
-#include "ggml-like/cpu/simd/simd_kernels.h"
+#include "ggml-like/cpu/simd/set_declarations.h"
 
 namespace ggl::GGL_ISA {
 

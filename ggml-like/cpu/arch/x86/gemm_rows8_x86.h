@@ -1,5 +1,5 @@
 // The x86 innermost steps of the decode rows path on 8 interleaved rows (cpu/simd/gemm_rows8.h,
-// layout: quant/interleaved.h), shared by the AVX2 and AVX-512 sets: 256-bit vectors whose lane r
+// layout: cpu/interleaved.h), shared by the AVX2 and AVX-512 sets: 256-bit vectors whose lane r
 // is row r of the group, so a block's 4 activations are broadcast once for 8 rows.
 // Q4_0's nibbles (Quads, Bytes): without VNNI (the avx2 set) the byte products are VPMADDUBSW
 // pairs added up in 16 bits where they cannot overflow; with VNNI (avx2vnni, avx512) VPDPBUSD

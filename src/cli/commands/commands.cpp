@@ -1,0 +1,18 @@
+#include "src/cli/commands/commands.h"
+
+namespace latte::cli {
+
+const Command kCommands[] = {
+    {"run", "complete a prompt, streaming the continuation (default model: the shipped tiny MLA model)", cmd_run},
+    {"chat", "talk with a model: streamed replies, history, /save and /load with the cache", cmd_chat},
+    {"info", "describe a GGUF file: architecture, hyperparameters, tensors, sizes", cmd_info},
+    {"tokenize", "print the token ids of a text under a model's tokenizer", cmd_tokenize},
+    {"convert", "convert a Hugging Face model directory (safetensors) to GGUF", cmd_convert},
+    {"quantize", "re-quantize a GGUF file's weights (q8_0, q4_0, q4_1, f16, ...)", cmd_quantize},
+    {"eval", "evaluate token ids and write the logits of every position (float32)", cmd_eval},
+    {"bench", "measure prompt (pp) and generation (tg) speed, llama-bench style; --roofline: DRAM bound", cmd_bench},
+    {"synth", "write a synthetic DeepSeek GGUF (V2-Lite/V2/V3 geometry, seeded random weights)", cmd_synth},
+};
+const int kCommandCount = static_cast<int>(sizeof(kCommands) / sizeof(kCommands[0]));
+
+}  // namespace latte::cli

@@ -1,0 +1,192 @@
+// Q4_0, Q8_0 and Q6_K matrices rewritten at load into 8 interleaved rows (src/model/interleave.h,
+// ggml-like/cpu/interleaved.h): the layout itself, which tensors a model rewrites, and that a
+// repacked model computes what the file's layout does, with every kernel set (the sets with
+// interleaved kernels read it; the others never see it).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ggml-like/cpu/int_gemm.h"
+#include "ggml-like/gguf/gguf.h"
+#include "ggml-like/cpu/interleaved.h"
+#include "ggml-like/quant/kquants.h"
+#include "ggml-like/quant/legacy.h"
+#include "ggml-like/quant/quant.h"
+#include "src/model/model.h"
+#include "src/runtime/session.h"
+#include "tests/support/kernel_sets.h"
+#include "tests/support/logit_metrics.h"
+#include "tests/support/test_support.h"
+
+namespace {
+
+using ggl::Type;
+
+// The layout of interleaved type t over plain type p: per group and block, the 8 scales, then
+// quant bytes 4u..4u+3 of row r at (u * 8 + r) * 4; and back again.
+void check_layout(Type t, Type p, size_t quant_bytes) {
+  constexpr int64_t rows = 16, n = 64, blocks = n / 32;
+  const size_t block_bytes = 2 + quant_bytes;
+  std::vector<uint8_t> plain(ggl::row_bytes(p, n) * rows);
+  std::mt19937 rng(3);
+  for (uint8_t& b : plain) b = static_cast<uint8_t>(rng());
+  std::vector<uint8_t> mixed(plain.size()), back(plain.size());
+  ggl::interleave_rows(t, plain.data(), mixed.data(), rows, n);
+  for (int64_t g = 0; g < rows / 8; ++g)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* at = mixed.data() + (g * blocks + b) * 8 * block_bytes;
+      for (int64_t r = 0; r < 8; ++r) {
+        const uint8_t* block = plain.data() + ((g * 8 + r) * blocks + b) * block_bytes;
+        EXPECT_EQ(std::memcmp(at + 2 * r, block, 2), 0);
+        for (size_t u = 0; u < quant_bytes / 4; ++u)
+          EXPECT_EQ(std::memcmp(at + 16 + (u * 8 + r) * 4, block + 2 + 4 * u, 4), 0) << ggl::type_name(t);
+      }
+    }
+  for (int64_t g = 0; g < rows / 8; ++g)
+    ggl::deinterleave_group(t, mixed.data() + g * 8 * ggl::row_bytes(p, n), back.data() + g * 8 * ggl::row_bytes(p, n),
+                            n);
+  EXPECT_EQ(back, plain) << ggl::type_name(t);
+}
+
+TEST(Interleave, LayoutPutsFourQuantBytesOfEachRowSideBySide) {
+  check_layout(Type::Q4_0_R8, Type::Q4_0, 16);
+  check_layout(Type::Q8_0_R8, Type::Q8_0, 32);
+}
+
+// Q6_K_R8 (interleaved.h): the rows' d and scales side by side, and every element's 6-bit quant
+// where the layout says, read back as the reference dequantization reads the plain block; and back.
+TEST(Interleave, Q6_KLayoutAndBack) {
+  constexpr int64_t rows = 16, n = 512, blocks = n / 256;
+  std::vector<uint8_t> plain(ggl::row_bytes(Type::Q6_K, n) * rows);
+  std::mt19937 rng(5);
+  for (uint8_t& b : plain) b = static_cast<uint8_t>(rng());
+  std::vector<uint8_t> mixed(plain.size()), back(plain.size());
+  ggl::interleave_rows(Type::Q6_K_R8, plain.data(), mixed.data(), rows, n);
+  const auto* src = reinterpret_cast<const ggl::BlockQ6_K*>(plain.data());
+  for (int64_t g = 0; g < rows / 8; ++g)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* at = mixed.data() + (g * blocks + b) * ggl::q6_k_r8::kGroupBytes;
+      for (int64_t r = 0; r < 8; ++r) {
+        const ggl::BlockQ6_K& block = src[(g * 8 + r) * blocks + b];
+        EXPECT_EQ(std::memcmp(at + 2 * r, &block.d, 2), 0);
+        for (int j = 0; j < 16; ++j) EXPECT_EQ(static_cast<int8_t>(at[16 + 8 * j + r]), block.scales[j]);
+        for (int e = 0; e < 256; ++e) {
+          const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+          const int want = ((block.ql[64 * h + l + 32 * (k % 2)] >> (4 * (k / 2))) & 15) |
+                           (((block.qh[32 * h + l] >> (2 * k)) & 3) << 4);
+          const int sub = e / 32, i = e % 32, half = i / 16, u = (i % 16) / 4, j = i % 4;
+          const uint8_t* quads = at + ggl::q6_k_r8::kQuants + sub * ggl::q6_k_r8::kSubBlockBytes;
+          const int low = (quads[(u * 8 + r) * 4 + j] >> (4 * half)) & 15;
+          const int top = (quads[((4 + half) * 8 + r) * 4 + j] >> (2 * u)) & 3;
+          ASSERT_EQ(low | (top << 4), want) << "row " << r << " element " << e;
+        }
+      }
+    }
+  const size_t group = 8 * ggl::row_bytes(Type::Q6_K, n);
+  for (int64_t g = 0; g < rows / 8; ++g) ggl::deinterleave_group(Type::Q6_K_R8, mixed.data() + g * group, back.data() + g * group, n);
+  EXPECT_EQ(back, plain);
+}
+
+TEST(Interleave, OnlyWholeGroupsOfQ4_0Q8_0AndQ6_KRowsAndNeverInFiles) {
+  EXPECT_EQ(ggl::interleaved_type(Type::Q4_0, 24), Type::Q4_0_R8);
+  EXPECT_EQ(ggl::interleaved_type(Type::Q8_0, 24), Type::Q8_0_R8);
+  EXPECT_FALSE(ggl::interleaved_type(Type::Q4_0, 20));
+  EXPECT_FALSE(ggl::interleaved_type(Type::Q8_0, 12));
+  EXPECT_FALSE(ggl::interleaved_type(Type::Q4_1, 24));
+  EXPECT_EQ(ggl::interleaved_type(Type::Q6_K, 24), Type::Q6_K_R8);
+  EXPECT_FALSE(ggl::interleaved_type(Type::Q4_K, 24));
+  EXPECT_EQ(ggl::plain_type(Type::Q4_0_R8), Type::Q4_0);
+  EXPECT_EQ(ggl::plain_type(Type::Q8_0_R8), Type::Q8_0);
+  // The GGUF reader and writer know the file types only.
+  for (Type t : {Type::Q4_0_R8, Type::Q8_0_R8, Type::Q6_K_R8}) {
+    EXPECT_FALSE(ggl::type_traits(static_cast<uint32_t>(t)));
+    EXPECT_FALSE(ggl::type_from_name(ggl::type_name(t)));
+    std::vector<uint8_t> bytes(ggl::row_bytes(ggl::plain_type(t), 256) * 8);
+    ggl::GgufWriter writer;
+    EXPECT_THROW(writer.add_tensor("w", t, {256, 8}, bytes.data()), ggl::Error);
+  }
+}
+
+// The last-position logits of a prompt, then of each of `decode` single-token steps.
+std::vector<float> run(const latte::Model& model, const std::vector<int32_t>& tokens, int decode) {
+  latte::Session session(model, {.n_ctx = 128, .n_threads = 2});
+  const std::vector<int32_t> prompt(tokens.begin(), tokens.end() - decode);
+  std::vector<float> out = session.eval(prompt, latte::Logits::kAll);
+  for (int i = 0; i < decode; ++i) {
+    const int32_t t = tokens[tokens.size() - decode + i];
+    const std::vector<float> step = session.eval(std::span<const int32_t>(&t, 1), latte::Logits::kLast);
+    out.insert(out.end(), step.begin(), step.end());
+  }
+  return out;
+}
+
+// A dense model quantized to Q4_0, Q8_0 or Q6_K (attention projections, feed-forward, output
+// head), loaded as repacked and as the file holds it: the repacked model interleaves every Q4_0 and
+// Q8_0 product matrix and a Q6_K output head where the set takes the layout (none on a set without
+// interleaved kernels), and both give the same logits up to float summation order, through the
+// prompt's panels and the decode steps' rows. (A dense model: on the random MoE fixtures a
+// summation-order difference can flip a near-tie of the router, which the fixture tests'
+// thresholds absorb and an equality check would not.)
+void check_repacked_model(const std::string& quantize_args, const std::string& type_name) {
+  const std::string rel = "fixtures/llama-gqa-tiny-f32.gguf";
+  LATTE_REQUIRE_SHARED(rel);
+  const std::string path = ::testing::TempDir() + "latte-interleave-" + type_name + ".gguf";
+  const auto q = latte::testing::run_latte("quantize " + quantize_args + " --no-progress " +
+                                           (latte::testing::shared_dir() / rel).string() + " " + path + " " + type_name);
+  ASSERT_EQ(q.exit_code, 0) << q.out;
+  std::vector<int32_t> tokens =
+      latte::testing::read_token_file(latte::testing::shared_dir() / "fixtures/llama-gqa-tiny-f32.tokens.txt");
+  tokens.resize(std::min<size_t>(tokens.size(), 24));
+  latte::testing::for_each_kernel_set([&](const ggl::CpuKernels&) {
+    const latte::Model plain(path, {.repack = false});
+    const latte::Model repacked(path);
+    EXPECT_EQ(plain.interleaved(), nullptr);
+    // What the set rewrites: its interleaved types, the Q6_K ones as the output head only.
+    auto rewrites = [&](const ggl::TensorInfo& t) {
+      const auto type = ggl::interleaved_type(t.type, t.ne[1]);
+      return type && ggl::int16_gemm().supports(*type, t.ne[0]) && t.name != "token_embd.weight" &&
+             (t.type != Type::Q6_K || t.name == "output.weight");
+    };
+    bool any = false;
+    for (const ggl::TensorInfo& t : plain.file().tensors()) any = any || rewrites(t);
+    ASSERT_EQ(repacked.interleaved() != nullptr, any);
+    if (any) {
+      std::set<std::string> rewritten;
+      latte::ModelWeights w = repacked.weights();
+      latte::for_each_weight(w, [&](latte::WeightRef& t) {
+        if (t && ggl::is_interleaved(t->type)) rewritten.insert(t->name);
+      });
+      EXPECT_EQ(rewritten.size(), repacked.interleaved()->tensors());
+      for (const ggl::TensorInfo& t : plain.file().tensors())
+        EXPECT_EQ(rewritten.count(t.name) == 1, rewrites(t)) << t.name;
+    }
+    const int decode = 6;
+    const std::vector<float> want = run(plain, tokens, decode), got = run(repacked, tokens, decode);
+    const latte::testing::LogitMetrics m = latte::testing::compare_logits(want, got, plain.hparams().n_vocab);
+    std::printf("[%s repacked vs file layout] nrmse %.3g\n", type_name.c_str(), m.nrmse);
+    // The two orders of float sums differ by ~1e-6 of a product (the 16-bit activations' own
+    // rounding moves it ~1e-3); over the decode steps the logits measured ~5e-5 apart.
+    EXPECT_LT(m.nrmse, 5e-4);
+  });
+  std::remove(path.c_str());
+}
+
+TEST(Interleave, RepackedQ4_0ModelMatchesTheFileLayout) { check_repacked_model("--pure", "q4_0"); }
+TEST(Interleave, RepackedQ8_0ModelMatchesTheFileLayout) { check_repacked_model("--pure", "q8_0"); }
+// Q6_K everywhere but the feed-forward down matrices (rows of 704: Q8_0).
+TEST(Interleave, RepackedQ6_KHeadMatchesTheFileLayout) { check_repacked_model("", "q6_k"); }
+
+// --no-repack (llama.cpp's -nr) is accepted by the commands that load a model.
+TEST(Interleave, NoRepackFlagIsAccepted) {
+  for (const char* flag : {"--no-repack", "-nr"}) {
+    const auto r = latte::testing::run_latte(std::string("run -n 2 -p hi --temp 0 ") + flag);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+  }
+}
+
+}  // namespace
