@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "ggml-like/core/error.h"
+#include "ggml-like/gguf/gguf.h"
+#include "src/model/hparams.h"
 #include "src/runtime/session.h"
 #include "tests/support/logit_metrics.h"
 #include "tests/support/test_support.h"
@@ -65,9 +68,9 @@ const std::vector<Fixture>& fixtures() {
     kquant("q5_0", 0.0518, 0.0186);
     kquant("q5_1", 0.0168, 0.00174);
     f.push_back({"stories260K", "models/stories260K.gguf", "models/stories260K.tokens.txt",
-                 "models/stories260K.logits.f32", false});
+                 "models/stories260K.logits.f32", false, 0, 0, ""});
     f.push_back({"tiny-mla-stories-f32", "models/tiny-mla-stories-f32.gguf", "models/tiny-mla-stories.tokens.txt",
-                 "models/tiny-mla-stories-f32.logits.f32", false});
+                 "models/tiny-mla-stories-f32.logits.f32", false, 0, 0, ""});
     // The q8_0 file against the exact (F32) model: the oracle's figure is its own q8_0 run's
     // distance from the F32 reference.
     f.push_back({"tiny-mla-stories-q8_0", "models/tiny-mla-stories-q8_0.gguf", "models/tiny-mla-stories.tokens.txt",
@@ -102,7 +105,14 @@ std::string case_name(const Case& c) {
   return s;
 }
 
-bool is_mla_fixture(const Fixture& f) { return f.name.find("llama") == std::string::npos && f.name != "stories260K"; }
+// Whether the fixture's model uses multi-head latent attention (then the absorbed and naive forms
+// run too), from the hyperparameters in its file; reading them parses only the header. A missing
+// file counts as not MLA: its cases skip anyway.
+bool is_mla_fixture(const Fixture& f) {
+  const std::filesystem::path path = latte::testing::shared_dir() / f.gguf;
+  if (!std::filesystem::exists(path)) return false;
+  return latte::read_hparams(ggl::GgufFile(path.string())).is_mla();
+}
 
 // KNOWN DEVIATION, kept visible as disabled tests below: on these two random MoE fixtures a
 // bf16 latent cache moves one or two positions' router scores across a near-tie, so a different
@@ -166,8 +176,9 @@ std::vector<float> evaluate(const latte::Model& model, const std::vector<int32_t
   std::vector<float> logits = s.eval(all.first(40));
   for (size_t i = 40; i < tokens.size(); ++i) {
     const std::vector<float> step = s.eval(all.subspan(i, 1));
-    if (c.mode != latte::MlaMode::kNaive)
+    if (c.mode != latte::MlaMode::kNaive) {
       EXPECT_EQ(s.last_mla_path(), latte::MlaMode::kAbsorb) << "a decode step must use the absorbed path";
+    }
     logits.insert(logits.end(), step.begin(), step.end());
   }
   return logits;
