@@ -22,11 +22,13 @@ ggl::Tensor* swiglu_ffn(ggl::Graph& g, ggl::Tensor* x, WeightRef gate, WeightRef
 ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const MoeConfig& moe) {
   const int64_t E = moe.n_expert, k = moe.n_expert_used, T = x->ne[1], D = x->ne[0];
   ggl::Tensor* logits = g.mul_mat(weight(g, l.ffn_gate_inp), x);  // [E, T]
+  logits->name = kMoeRouterLogits;
   ggl::Tensor* probs = moe.gating == ExpertGating::kSigmoid ? g.sigmoid(logits) : g.softmax(logits);
   // The selection bias only decides which experts run; their weights come from the plain scores.
   ggl::Tensor* selection = l.exp_probs_b ? g.add(probs, weight(g, l.exp_probs_b)) : probs;
   ggl::Tensor* ids = g.top_k(selection, {static_cast<int>(k), static_cast<int>(moe.n_groups),
                                          static_cast<int>(moe.n_groups_used)});  // [k, T]
+  ids->name = kMoeChosenExperts;
   ggl::Tensor* w = g.get_rows(g.reshape(probs, {1, E, T, 1}), ids);             // [1, k, T]
   if (moe.weights_norm) {
     ggl::Tensor* w2 = g.reshape(w, {k, T, 1, 1});

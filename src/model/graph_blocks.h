@@ -30,6 +30,12 @@ ggl::Tensor* norm(ggl::Graph& g, ggl::Tensor* x, WeightRef w, float eps);
 // down(silu(gate x) * (up x))
 ggl::Tensor* swiglu_ffn(ggl::Graph& g, ggl::Tensor* x, WeightRef gate, WeightRef up, WeightRef down);
 // Routed experts (top-k by router score, SwiGLU each, weighted sum) plus shared experts.
+// Two of its tensors carry names, one of each per MoE layer in layer order, for callers that look
+// at the routing (SessionOptions::on_graph_built): the router logits f32 [E, T] = ffn_gate_inp x
+// (x, its second source, is the normed hidden state the router reads) and the chosen experts
+// i32 [k, T].
+inline constexpr const char* kMoeRouterLogits = "ffn_moe_logits";
+inline constexpr const char* kMoeChosenExperts = "ffn_moe_topk";
 ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const MoeConfig& moe);
 // The rotation frequencies of the file's RoPE (base, linear or YaRN scaling) over the first n_rot
 // dims, without any magnitude factor: the architectures add their YaRN temperature on top, and a

@@ -91,7 +91,9 @@ std::vector<float> Session::eval(std::span<const int32_t> tokens, Logits which) 
 
     ggl::Graph graph;
     ggl::Tensor* out = build_forward(graph, model_, *cache_, batch, &weights());
+    if (options_.on_graph_built) options_.on_graph_built(graph);
     backend_->compute(graph);
+    if (options_.on_graph_run) options_.on_graph_run(graph, *backend_);
     if (device_) {
       const auto& sched = static_cast<const ggl::Scheduler&>(*backend_);
       traffic_ = {sched.last_split().crossing_bytes, sched.last_expert_bytes(), count};

@@ -40,6 +40,11 @@ struct SessionOptions {
   // Where the device backends come from; unset: the GPUs of this build and machine
   // (ggl::available_backends). The first one is used. Tests inject a simulated device here.
   std::function<std::vector<std::unique_ptr<ggl::Backend>>()> devices{};
+  // Looking inside the forward pass (tests, debugging): called with each graph once it is built,
+  // to mark the tensors to read as outputs (ggl::Graph::mark_output; graph_blocks.h names some),
+  // and after it ran, to read them through the backend. Unset: nothing is called.
+  std::function<void(ggl::Graph&)> on_graph_built{};
+  std::function<void(const ggl::Graph&, ggl::Backend&)> on_graph_run{};
 };
 
 // What the last evaluated graph moved between backends (zero without offload).
