@@ -13,7 +13,9 @@
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/cpu/kernel_set.h"
 
-#if defined(__aarch64__)
+#if defined(__x86_64__) || defined(__i386__)
+#include "ggml-like/cpu/arch/x86/cpu_features.h"
+#elif defined(__aarch64__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
 #endif
@@ -37,15 +39,10 @@ namespace {
 // LATTE_ISA_FLAGS_<set>).
 #if defined(__x86_64__) || defined(__i386__)
 bool cpu_runs(std::string_view set) {
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
-  if (set == "avx512")
-    return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512vnni");
-  if (set == "avx2vnni") return avx2 && __builtin_cpu_supports("avxvnni");
-  if (set == "avx2") return avx2;
+  static const x86::CpuFeatures cpu = x86::cpu_features();
+  if (set == "avx512") return cpu.avx512;
+  if (set == "avx2vnni") return cpu.avx_vnni;
+  if (set == "avx2") return cpu.avx2;
   return set == "generic" || set == "native";  // the baseline, or built for this machine
 }
 #elif defined(__aarch64__)
