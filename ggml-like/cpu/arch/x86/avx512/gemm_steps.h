@@ -70,11 +70,13 @@ inline void transpose16(__m512i* v) {
 // The 16 quant bytes of 16 rows' 4-bit blocks (qs[r]), four rows per vector: z[i] holds rows
 // 4i..4i+3, one per 128-bit lane.
 inline void load_q4_rows(const uint8_t* const* qs, __m512i* z) {
+  // The lane index of VINSERTI32X4 is an immediate: written out, not left to loop unrolling.
+  auto row = [qs](int r) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[r])); };
   for (int i = 0; i < 4; ++i) {
-    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[4 * i])));
-    for (int l = 1; l < 4; ++l)
-      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[4 * i + l])), l);
-    z[i] = v;
+    __m512i v = _mm512_castsi128_si512(row(4 * i));
+    v = _mm512_inserti32x4(v, row(4 * i + 1), 1);
+    v = _mm512_inserti32x4(v, row(4 * i + 2), 2);
+    z[i] = _mm512_inserti32x4(v, row(4 * i + 3), 3);
   }
 }
 
