@@ -53,20 +53,21 @@ bench: latte
 test: all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# The aarch64 cross build (cmake/aarch64-linux-gnu.cmake) in $(BUILD_AARCH64), and its tests under
-# qemu-aarch64; AARCH64_TESTS are ctest's arguments choosing them. By default the CI subset: every
-# test except the forward-fixture schedules other than f32-cache auto prefill40+decode, so each
-# fixture (every weight type) runs once; under emulation the 15 schedules per fixture would take
-# most of an hour (README "ARM"); and the 27-layer MLA absorb-vs-naive test (~10 min under qemu).
-# AARCH64_TESTS= runs every test.
+# The aarch64 cross build (cmake/aarch64-linux-gnu.cmake) in $(BUILD_AARCH64), and the test
+# suites whose code differs by architecture under qemu-aarch64, one emulator start per suite:
+# the kernels and their dispatch, fp16, quantizers, GGUF, the graph ops, the forward fixtures
+# (each once; tests/CMakeLists.txt LATTE_EMULATED_TESTS), the tokenizers (char is unsigned on
+# aarch64). AARCH64_SUITES= lists others; `make test-aarch64 AARCH64_SUITES="$$(...)"`.
 BUILD_AARCH64 ?= build-aarch64
-AARCH64_TESTS ?= -E 'ForwardFixture.*(_all|_chunks7|_naive_|_absorb_|_f16_auto|_bf16_auto|_q8_0_auto)|MlaFixture.*ds2_lite_27l'
+AARCH64_SUITES ?= test_ggml_core test_ggml_quant test_ggml_gguf test_ggml_cpu test_ggml_graph test_model test_tokenizer
+empty :=
+space := $(empty) $(empty)
 test-aarch64:
 	@scripts/install-deps.sh --aarch64
 	@test -f $(BUILD_AARCH64)/CMakeCache.txt || \
 	  cmake -S . -B $(BUILD_AARCH64) -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake $(CMAKE_FLAGS)
-	cmake --build $(BUILD_AARCH64) -j $(JOBS)
-	cd $(BUILD_AARCH64) && ctest --output-on-failure -j $(JOBS) $(AARCH64_TESTS)
+	cmake --build $(BUILD_AARCH64) -j $(JOBS) --target latte $(AARCH64_SUITES)
+	cd $(BUILD_AARCH64) && ctest --output-on-failure -j $(JOBS) -R '^($(subst $(space),|,$(strip $(AARCH64_SUITES))))$$'
 
 clean:
 	rm -rf $(BUILD) $(BUILD_AARCH64)

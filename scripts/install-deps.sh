@@ -1,24 +1,29 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages latte builds against, but only when something is missing,
 # so `make` on a prepared machine stays quiet and offline.
+# ccache is the compiler launcher when present (CMakeLists.txt), so a second build tree reuses
+# what the first compiled.
 # With --aarch64, also what the aarch64 cross build (cmake/aarch64-linux-gnu.cmake) needs: the
 # cross compiler, and the arm64 libraries as multiarch packages (dpkg --add-architecture arm64),
 # which qemu-aarch64 (qemu-user) runs the tests with.
 set -euo pipefail
-packages=(cmake g++ make pkg-config qemu-user libomp-dev libxsimd-dev xtl-dev nlohmann-json3-dev
+packages=(cmake g++ make pkg-config ccache qemu-user libomp-dev libxsimd-dev xtl-dev nlohmann-json3-dev
           libcli11-dev libfmt-dev libpcre2-dev libedit-dev libgtest-dev libgmock-dev)
 aarch64=0
 cuda=0
-case "${1:-}" in
-  "") ;;
-  --aarch64)
-    aarch64=1
-    # Header-only arch:all packages (xtl, nlohmann-json, CLI11) serve both architectures.
-    packages+=(g++-aarch64-linux-gnu libc6:arm64 libstdc++6:arm64 libgomp1:arm64 libxsimd-dev:arm64 libfmt-dev:arm64
-               libpcre2-dev:arm64 libedit-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64) ;;
-  --cuda) cuda=1 ;;
-  *) echo "install-deps.sh: unknown option '$1' (the options are --aarch64 and --cuda)" >&2; exit 2 ;;
-esac
+for option in "$@"; do
+  case "$option" in
+    --aarch64)
+      aarch64=1
+      # Header-only arch:all packages (xtl, nlohmann-json, CLI11) serve both architectures.
+      packages+=(g++-aarch64-linux-gnu libc6:arm64 libstdc++6:arm64 libgomp1:arm64 libxsimd-dev:arm64 libfmt-dev:arm64
+                 libpcre2-dev:arm64 libedit-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64) ;;
+    --cuda) cuda=1 ;;
+    # clang and its sanitizer and libFuzzer runtimes: the ASan+UBSan build and the fuzzer (.ci/run).
+    --sanitize) packages+=(clang libclang-rt-14-dev) ;;
+    *) echo "install-deps.sh: unknown option '$option' (the options are --aarch64, --cuda and --sanitize)" >&2; exit 2 ;;
+  esac
+done
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
 # ---- --cuda (issue 14): a CUDA toolkit for -DLATTE_CUDA=ON, only where none is installed ----
