@@ -30,7 +30,9 @@ sudo=""
 # Debian's nvidia-cuda-toolkit (11.8, in the non-free component, which this enables) and
 # clang-14: that nvcc rejects Debian 12's GCC 12, so CMake needs -DCMAKE_CUDA_HOST_COMPILER=clang++-14.
 if [ "$cuda" = 1 ] && ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
-  if ! grep -rqs "non-free" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+  # The component as a whole word on a line that is not a comment: Debian 12's stock sources name
+  # non-free-firmware, which does not hold the toolkit.
+  if ! grep -rqsE '^[^#]*[[:space:]:]non-free([[:space:]]|$)' /etc/apt/sources.list /etc/apt/sources.list.d/; then
     printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' |
       $sudo tee /etc/apt/sources.list.d/latte-non-free.sources >/dev/null
   fi
