@@ -2,7 +2,8 @@
 // sub-block of a 256-value super-block) is decoded into float vectors once, already scaled, and
 // then multiplied into every activation column of the tile, so decoding is shared by the columns
 // and each weight row is read once per tile.
-// The arithmetic is written once with xsimd; only the widening loads below are per instruction set.
+// The arithmetic is written once with xsimd; only the widening loads and the 16-entry table lookup
+// are per instruction set (cpu/arch/<family>/<set>/dot_lanes.h).
 
 #include <xsimd/xsimd.hpp>
 
@@ -16,8 +17,9 @@
 #include "ggml-like/core/weight_type_switch.h"
 #include "ggml-like/quant/quant.h"
 
-#include "ggml-like/cpu/arch/arm/arm_intrinsics.h"
-#include "ggml-like/cpu/arch/x86/x86_intrinsics.h"
+#include "ggml-like/cpu/arch/arm/neon/dot_lanes.h"
+#include "ggml-like/cpu/arch/x86/avx2/dot_lanes.h"
+#include "ggml-like/cpu/arch/x86/avx512/dot_lanes.h"
 
 #include "ggml-like/cpu/simd/set_declarations.h"
 
@@ -31,67 +33,23 @@ constexpr int kChunk = kQuantBlock;
 constexpr int kHalf = kChunk / 2;
 constexpr int kVecsPerChunk = kChunk / kLanes;
 constexpr int kMaxCols = 4;  // activation columns per pass over a weight row
-static_assert(Ints::size == Floats::size && kHalf % kLanes == 0);
+static_assert(Ints::size == Floats::size && kHalf % kLanes == 0 && 16 % kLanes == 0);
 
-// ---- Per instruction set: widening loads of kLanes narrow values, a broadcast fp16 scale, and a
-// 16-entry table lookup (xsimd 8 has none of these). ----
+// ---- Per instruction set (xsimd 8 has none of these), from the set's dot_lanes.h under
+// cpu/arch/: widen_u8, widen_s8, widen_u16 (kLanes narrow values at p as int32 lanes), widen_f16
+// (kLanes fp16 at p as floats), broadcast_f16(h), and a 16-entry table: Table16, the form that
+// lookup16(table, index) reads (table[index & 15] per lane), made by table16_of(part) from the
+// 16 / kLanes vectors of its entries, part(0), part(1), ... ----
 
-#if defined(__AVX512F__)
-static_assert(kLanes == 16);
-inline __m128i load16(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
-inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-inline Ints widen_u8(const uint8_t* p) { return Ints(_mm512_cvtepu8_epi32(load16(p))); }
-inline Ints widen_s8(const int8_t* p) { return Ints(_mm512_cvtepi8_epi32(load16(p))); }
-inline Ints widen_u16(const uint16_t* p) { return Ints(_mm512_cvtepu16_epi32(load32(p))); }
-inline Floats widen_f16(const uint16_t* p) { return Floats(_mm512_cvtph_ps(load32(p))); }
-inline Floats broadcast_f16(uint16_t h) {
-  return Floats(_mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(h))));
-}
-// table[index & 15] per lane: vpermps reads only the low 4 bits of each index.
-inline Floats lookup16(Floats table, Ints index) { return Floats(_mm512_permutexvar_ps(index, table)); }
-#elif defined(__AVX2__) && defined(__F16C__)
-static_assert(kLanes == 8);
-inline __m128i load8(const void* p) { return _mm_loadl_epi64(static_cast<const __m128i*>(p)); }
-inline __m128i load16(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
-inline Ints widen_u8(const uint8_t* p) { return Ints(_mm256_cvtepu8_epi32(load8(p))); }
-inline Ints widen_s8(const int8_t* p) { return Ints(_mm256_cvtepi8_epi32(load8(p))); }
-inline Ints widen_u16(const uint16_t* p) { return Ints(_mm256_cvtepu16_epi32(load16(p))); }
-inline Floats widen_f16(const uint16_t* p) { return Floats(_mm256_cvtph_ps(load16(p))); }
-inline Floats broadcast_f16(uint16_t h) { return Floats(_mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(h)))); }
-// A 16-entry table is two vectors: look up in both (vpermps reads the low 3 bits) and pick by bit 3.
-struct Table16 {
-  Floats low, high;
-};
-inline Floats lookup16(const Table16& table, Ints index) {
-  const __m256 from_low = _mm256_permutevar8x32_ps(table.low, index);
-  const __m256 from_high = _mm256_permutevar8x32_ps(table.high, index);
-  return Floats(_mm256_blendv_ps(from_low, from_high, _mm256_castsi256_ps(_mm256_slli_epi32(index, 28))));
-}
-#elif defined(__ARM_NEON)
-static_assert(kLanes == 4);
-// Four bytes in the low lanes of a vector, through memcpy: they may be the last bytes of a buffer.
-inline uint8x8_t load4(const void* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return vreinterpret_u8_u32(vdup_n_u32(v));
-}
-inline Ints widen_u8(const uint8_t* p) {
-  return Ints(vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(vmovl_u8(load4(p))))));
-}
-inline Ints widen_s8(const int8_t* p) { return Ints(vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u8(load4(p)))))); }
-inline Ints widen_u16(const uint16_t* p) { return Ints(vreinterpretq_s32_u32(vmovl_u16(vld1_u16(p)))); }
-inline Floats widen_f16(const uint16_t* p) { return Floats(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)))); }
-inline Floats broadcast_f16(uint16_t h) { return Floats(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h)))); }
-// A 16-entry table is 64 bytes, four registers, which TBL looks up byte by byte: lane i takes the
-// bytes 4 (index & 15) .. + 3.
-struct Table16 {
-  uint8x16x4_t bytes;
-};
-inline Floats lookup16(const Table16& table, Ints index) {
-  const uint32x4_t first = vshlq_n_u32(vandq_u32(vreinterpretq_u32_s32(index), vdupq_n_u32(15)), 2);
-  const uint32x4_t bytes = vmlaq_n_u32(vdupq_n_u32(0x03020100u), first, 0x01010101u);
-  return Floats(vreinterpretq_f32_u8(vqtbl4q_u8(table.bytes, vreinterpretq_u8_u32(bytes))));
-}
+#if defined(GGL_DOT_LANES)
+using dot_lanes::broadcast_f16;
+using dot_lanes::lookup16;
+using dot_lanes::Table16;
+using dot_lanes::table16_of;
+using dot_lanes::widen_f16;
+using dot_lanes::widen_s8;
+using dot_lanes::widen_u16;
+using dot_lanes::widen_u8;
 #else
 // Any other instruction set: through small aligned buffers.
 template <typename Batch, typename Narrow>
@@ -112,6 +70,12 @@ inline Floats broadcast_f16(uint16_t h) { return Floats(fp16_to_f32(h)); }
 struct Table16 {
   alignas(64) float entries[16];
 };
+template <class Part>
+inline Table16 table16_of(Part part) {
+  Table16 t;
+  for (int q = 0; q < 16 / kLanes; ++q) part(q).store_aligned(t.entries + q * kLanes);
+  return t;
+}
 inline Floats lookup16(const Table16& table, Ints index) {
   alignas(64) int32_t idx[kLanes];
   alignas(64) float out[kLanes];
@@ -126,27 +90,14 @@ inline Floats to_floats(Ints v) { return xsimd::batch_cast<float>(v); }
 // A 16-entry lookup table: level(entries[q]) for q = 0..15, computed on vectors so that every
 // instruction set rounds the entries identically.
 template <class Level>
-inline auto table16(const float* entries, Level level) {
-#if defined(__AVX512F__)
-  return level(Floats::load_unaligned(entries));
-#elif defined(__AVX2__) && defined(__F16C__)
-  return Table16{level(Floats::load_unaligned(entries)), level(Floats::load_unaligned(entries + 8))};
-#elif defined(__ARM_NEON)
-  Table16 t;
-  for (int q = 0; q < 4; ++q)
-    t.bytes.val[q] = vreinterpretq_u8_f32(static_cast<float32x4_t>(level(Floats::load_unaligned(entries + 4 * q))));
-  return t;
-#else
-  Table16 t;
-  for (int q = 0; q < 16; ++q) t.entries[q] = level(Floats(entries[q])).get(0);
-  return t;
-#endif
+inline Table16 table16(const float* entries, Level level) {
+  return table16_of([&](int q) { return level(Floats::load_unaligned(entries + q * kLanes)); });
 }
 
 // The 16 values a 4-bit quant can decode to: level(q) for q = 0..15.
 inline constexpr float kQ4Levels[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 template <class Level>
-inline auto q4_table(Level level) {
+inline Table16 q4_table(Level level) {
   return table16(kQ4Levels, level);
 }
 
@@ -156,7 +107,7 @@ inline constexpr auto kIq4Levels = [] {
   for (int q = 0; q < 16; ++q) v[q] = static_cast<float>(kIq4Values[q]);
   return v;
 }();
-inline auto iq4_table(Floats scale) {
+inline Table16 iq4_table(Floats scale) {
   return table16(kIq4Levels.data(), [scale](Floats level) { return level * scale; });
 }
 
