@@ -33,19 +33,20 @@ constexpr int kChunk = kQuantBlock;
 constexpr int kHalf = kChunk / 2;
 constexpr int kVecsPerChunk = kChunk / kLanes;
 constexpr int kMaxCols = 4;  // activation columns per pass over a weight row
-static_assert(Ints::size == Floats::size && kHalf % kLanes == 0 && 16 % kLanes == 0);
+static_assert(Ints::size == Floats::size && kHalf % kLanes == 0);
 
 // ---- Per instruction set (xsimd 8 has none of these), from the set's dot_lanes.h under
 // cpu/arch/: widen_u8, widen_s8, widen_u16 (kLanes narrow values at p as int32 lanes), widen_f16
-// (kLanes fp16 at p as floats), broadcast_f16(h), and a 16-entry table: Table16, the form that
-// lookup16(table, index) reads (table[index & 15] per lane), made by table16_of(part) from the
-// 16 / kLanes vectors of its entries, part(0), part(1), ... ----
+// (kLanes fp16 at p as floats), broadcast_f16(h), and a 16-entry lookup table: table16(entries,
+// level) holds level(entries[q]) for q = 0..15 as the set's Table16, computed on vectors so that
+// every set rounds the entries identically, and lookup16(table, index) gives table[index & 15]
+// per lane. ----
 
 #if defined(GGL_DOT_LANES)
 using dot_lanes::broadcast_f16;
 using dot_lanes::lookup16;
 using dot_lanes::Table16;
-using dot_lanes::table16_of;
+using dot_lanes::table16;
 using dot_lanes::widen_f16;
 using dot_lanes::widen_s8;
 using dot_lanes::widen_u16;
@@ -70,10 +71,10 @@ inline Floats broadcast_f16(uint16_t h) { return Floats(fp16_to_f32(h)); }
 struct Table16 {
   alignas(64) float entries[16];
 };
-template <class Part>
-inline Table16 table16_of(Part part) {
+template <class Level>
+inline Table16 table16(const float* entries, Level level) {
   Table16 t;
-  for (int q = 0; q < 16 / kLanes; ++q) part(q).store_aligned(t.entries + q * kLanes);
+  for (int q = 0; q < 16; ++q) t.entries[q] = level(Floats(entries[q])).get(0);
   return t;
 }
 inline Floats lookup16(const Table16& table, Ints index) {
@@ -86,13 +87,6 @@ inline Floats lookup16(const Table16& table, Ints index) {
 #endif
 
 inline Floats to_floats(Ints v) { return xsimd::batch_cast<float>(v); }
-
-// A 16-entry lookup table: level(entries[q]) for q = 0..15, computed on vectors so that every
-// instruction set rounds the entries identically.
-template <class Level>
-inline Table16 table16(const float* entries, Level level) {
-  return table16_of([&](int q) { return level(Floats::load_unaligned(entries + q * kLanes)); });
-}
 
 // The 16 values a 4-bit quant can decode to: level(q) for q = 0..15.
 inline constexpr float kQ4Levels[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};

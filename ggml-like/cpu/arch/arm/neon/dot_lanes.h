@@ -34,10 +34,11 @@ inline Floats broadcast_f16(uint16_t h) { return Floats(vcvt_f32_f16(vreinterpre
 struct Table16 {
   uint8x16x4_t bytes;
 };
-template <class Part>
-inline Table16 table16_of(Part part) {
+template <class Level>
+inline Table16 table16(const float* entries, Level level) {
   Table16 t;
-  for (int q = 0; q < 4; ++q) t.bytes.val[q] = vreinterpretq_u8_f32(static_cast<float32x4_t>(part(q)));
+  for (int q = 0; q < 4; ++q)
+    t.bytes.val[q] = vreinterpretq_u8_f32(static_cast<float32x4_t>(level(Floats::load_unaligned(entries + 4 * q))));
   return t;
 }
 // Lane i takes the bytes 4 (index & 15) .. + 3.

@@ -26,9 +26,9 @@ inline Floats broadcast_f16(uint16_t h) { return Floats(_mm256_cvtph_ps(_mm_set1
 struct Table16 {
   Floats low, high;
 };
-template <class Part>
-inline Table16 table16_of(Part part) {
-  return {part(0), part(1)};
+template <class Level>
+inline Table16 table16(const float* entries, Level level) {
+  return {level(Floats::load_unaligned(entries)), level(Floats::load_unaligned(entries + 8))};
 }
 // Look up in both halves (vpermps reads the low 3 bits of each index) and pick by bit 3.
 inline Floats lookup16(const Table16& table, Ints index) {

@@ -19,9 +19,9 @@ inline __m128i load16(const void* p) { return _mm_loadu_si128(static_cast<const 
 inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 using Table16 = Floats;
-template <class Part>
-inline Table16 table16_of(Part part) {
-  return part(0);
+template <class Level>
+inline Table16 table16(const float* entries, Level level) {
+  return level(Floats::load_unaligned(entries));
 }
 
 inline Ints widen_u8(const uint8_t* p) { return Ints(_mm512_cvtepu8_epi32(load16(p))); }
