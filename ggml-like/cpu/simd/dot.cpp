@@ -18,6 +18,7 @@
 #include "ggml-like/quant/quant.h"
 
 #include "ggml-like/cpu/arch/arm/neon/dot_lanes.h"
+#include "ggml-like/cpu/arch/avx512_undefined.h"
 #include "ggml-like/cpu/arch/x86/avx2/dot_lanes.h"
 #include "ggml-like/cpu/arch/x86/avx512/dot_lanes.h"
 
@@ -86,7 +87,11 @@ inline Floats lookup16(const Table16& table, Ints index) {
 }
 #endif
 
+// (GGL_AVX512_UNDEFINED_BEGIN / _END, below: GCC 12 misreports the AVX-512 forms of xsimd's
+// lane-wise shifts and conversions inlined in the decoders' loops, arch/avx512_undefined.h.)
+GGL_AVX512_UNDEFINED_BEGIN
 inline Floats to_floats(Ints v) { return xsimd::batch_cast<float>(v); }
+GGL_AVX512_UNDEFINED_END
 
 // The 16 values a 4-bit quant can decode to: level(q) for q = 0..15.
 inline constexpr float kQ4Levels[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
@@ -123,7 +128,9 @@ inline Ints fifth_bits(uint32_t mask, int p) {
 inline Ints nibbles(const uint8_t* qs, int p) {
   const int first = p * kLanes;
   const Ints bytes = widen_u8(qs + first % kHalf);
+GGL_AVX512_UNDEFINED_BEGIN
   return first < kHalf ? bytes : (bytes >> 4);
+GGL_AVX512_UNDEFINED_END
 }
 
 // ---- Decoders: Decoder<T> decodes chunk k of a row of weight type T into kVecsPerChunk float
@@ -169,7 +176,9 @@ struct Decoder<Type::BF16> {
   static constexpr size_t kChunkBytes = kChunk * sizeof(uint16_t);
   static void chunk(const uint8_t* p, Floats* w) {
     const auto* b = reinterpret_cast<const uint16_t*>(p);
+GGL_AVX512_UNDEFINED_BEGIN
     for (int v = 0; v < kVecsPerChunk; ++v) w[v] = xsimd::bitwise_cast<Floats>(widen_u16(b + v * kLanes) << 16);
+GGL_AVX512_UNDEFINED_END
   }
   static float element(const uint8_t* row, int64_t i) {
     uint16_t h;
@@ -272,7 +281,9 @@ struct Decoder<Type::IQ4_XS> {
 
 // Q2_K and Q3_K: sub-block s is bits 2 (s % 4) of qs[32 (s / 4) .. + 31].
 inline Ints two_bits(const uint8_t* qs, int sub, int v) {
+GGL_AVX512_UNDEFINED_BEGIN
   return (widen_u8(qs + 32 * (sub / 4) + v * kLanes) >> (2 * (sub % 4))) & Ints(3);
+GGL_AVX512_UNDEFINED_END
 }
 // The 16-value scale group of vector v of sub-block sub.
 inline int scale_group(int sub, int v) { return 2 * sub + v * kLanes / 16; }
@@ -304,15 +315,19 @@ struct Decoder<Type::Q3_K> {
     for (int v = 0; v < kVecsPerChunk; ++v) {
       const Floats scale(d * static_cast<float>(quant::scale_q3_k(scale_group(sub, v), b.scales)));
       // Bit 2 of the quant is bit `sub` of hmask[element]; without it the level is 4 lower.
+GGL_AVX512_UNDEFINED_BEGIN
       const Ints high = (widen_u8(b.hmask + v * kLanes) >> sub) & Ints(1);
       w[v] = to_floats((two_bits(b.qs, sub, v) | (high << 2)) - Ints(4)) * scale;
+GGL_AVX512_UNDEFINED_END
     }
   }
 };
 
 // Q4_K and Q5_K: sub-block s is nibble s % 2 of qs[32 (s / 2) .. + 31], with a 6-bit scale and min.
 inline Ints k_nibbles(const uint8_t* qs, int sub, int v) {
+GGL_AVX512_UNDEFINED_BEGIN
   return (widen_u8(qs + 32 * (sub / 2) + v * kLanes) >> (4 * (sub % 2))) & Ints(15);
+GGL_AVX512_UNDEFINED_END
 }
 struct ScaleMin {
   Floats scale, min;
@@ -344,8 +359,10 @@ struct Decoder<Type::Q5_K> {
     const auto& b = *reinterpret_cast<const BlockQ5_K*>(p);
     const ScaleMin sm = k4_scale_min(b.d, b.dmin, b.scales, sub);
     for (int v = 0; v < kVecsPerChunk; ++v) {
+GGL_AVX512_UNDEFINED_BEGIN
       const Ints high = (widen_u8(b.qh + v * kLanes) >> sub) & Ints(1);
       w[v] = xsimd::fms(to_floats(k_nibbles(b.qs, sub, v) | (high << 4)), sm.scale, sm.min);
+GGL_AVX512_UNDEFINED_END
     }
   }
 };
@@ -362,10 +379,12 @@ struct Decoder<Type::Q6_K> {
     const uint8_t* qh = b.qh + 32 * half;
     const float d = fp16_to_f32(b.d);
     for (int v = 0; v < kVecsPerChunk; ++v) {
+GGL_AVX512_UNDEFINED_BEGIN
       const Ints low = (widen_u8(ql + v * kLanes) >> (4 * (quarter / 2))) & Ints(15);
       const Ints high = (widen_u8(qh + v * kLanes) >> (2 * quarter)) & Ints(3);
       const Floats scale(d * static_cast<float>(b.scales[8 * half + scale_group(quarter, v)]));
       w[v] = to_floats((low | (high << 4)) - Ints(32)) * scale;
+GGL_AVX512_UNDEFINED_END
     }
   }
 };

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "ggml-like/cpu/arch/avx512_undefined.h"
 #include "ggml-like/cpu/arch/x86/x86_intrinsics.h"
 
 namespace ggl::GGL_ISA::dot_lanes {
@@ -24,6 +25,7 @@ inline Table16 table16(const float* entries, Level level) {
   return level(Floats::load_unaligned(entries));
 }
 
+GGL_AVX512_UNDEFINED_BEGIN
 inline Ints widen_u8(const uint8_t* p) { return Ints(_mm512_cvtepu8_epi32(load16(p))); }
 inline Ints widen_s8(const int8_t* p) { return Ints(_mm512_cvtepi8_epi32(load16(p))); }
 inline Ints widen_u16(const uint16_t* p) { return Ints(_mm512_cvtepu16_epi32(load32(p))); }
@@ -33,6 +35,7 @@ inline Floats broadcast_f16(uint16_t h) {
 }
 // table[index & 15] per lane: vpermps reads only the low 4 bits of each index.
 inline Floats lookup16(Table16 table, Ints index) { return Floats(_mm512_permutexvar_ps(index, table)); }
+GGL_AVX512_UNDEFINED_END
 
 }  // namespace ggl::GGL_ISA::dot_lanes
 #endif
