@@ -31,6 +31,7 @@
 #include <utility>
 
 #include "ggml-like/core/fp16.h"
+#include "ggml-like/cpu/arch/avx512_undefined.h"
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/cpu/simd/attention_merge.h"
 #include "ggml-like/cpu/simd/attention_wide.h"
@@ -56,10 +57,12 @@ using attention_lanes::store_int16;
 inline IVec int_zero() { return IVec(0); }
 inline IVec load_int(const int32_t* p) { return IVec::load_aligned(p); }
 inline void store_int(int32_t* p, IVec v) { v.store_aligned(p); }
+GGL_AVX512_UNDEFINED_BEGIN
 inline Vec to_float(IVec v) { return xsimd::to_float(v); }
 inline IVec round_to_int(Vec v) { return xsimd::nearbyint_as_int(v); }
 // The pair (a, b) of 32-bit lanes' low halves: a in the low 16 bits, b in the high.
 inline IVec pack_pair(IVec a, IVec b) { return (a & IVec(0xFFFF)) | (b << 16); }
+GGL_AVX512_UNDEFINED_END
 inline IVec broadcast_pair(const int16_t* p) {
   int32_t pair;
   std::memcpy(&pair, p, sizeof pair);
@@ -170,7 +173,9 @@ float round14(const float* x, int64_t n, float m, int16_t* out) {
 
 float quantize14(const float* x, int64_t n, int16_t* out) {
   Vec amax(0.0f);
+GGL_AVX512_UNDEFINED_BEGIN
   for (int64_t i = 0; i < n; i += kLanes) amax = xsimd::max(amax, xsimd::abs(Vec::load_unaligned(x + i)));
+GGL_AVX512_UNDEFINED_END
   return round14(x, n, largest_lane(amax), out);  // (xsimd 8 has no horizontal max)
 }
 
@@ -338,7 +343,9 @@ void pass(const Tensor& dst, const Dims& d, const PassBuffers& buf, const QueryL
     for (int u = 0; u < kVecs; ++u) {
       auto scaled = [&](int64_t j) { return Vec::load_aligned(buf.sc + j * kWidth + u * kLanes) * Vec(kv.vs[j]); };
       Vec top(0.0f);
+GGL_AVX512_UNDEFINED_BEGIN
       for (int64_t j = 0; j < nk; ++j) top = xsimd::max(top, scaled(j));
+GGL_AVX512_UNDEFINED_END
       step[u] = top / Vec(kLevels);
       const Vec inv = xsimd::select(top > Vec(0.0f), Vec(kLevels) / top, Vec(0.0f));
       auto rounded = [&](int64_t j) { return j < nk ? round_to_int(scaled(j) * inv) : int_zero(); };

@@ -2,7 +2,8 @@
 // sub-block of a 256-value super-block) is decoded into float vectors once, already scaled, and
 // then multiplied into every activation column of the tile, so decoding is shared by the columns
 // and each weight row is read once per tile.
-// The arithmetic is written once with xsimd; only the widening loads below are per instruction set.
+// The arithmetic is written once with xsimd; only the widening loads and the 16-entry table lookup
+// are per instruction set (cpu/arch/<family>/<set>/dot_lanes.h).
 
 #include <xsimd/xsimd.hpp>
 
@@ -16,8 +17,10 @@
 #include "ggml-like/core/weight_type_switch.h"
 #include "ggml-like/quant/quant.h"
 
-#include "ggml-like/cpu/arch/arm/arm_intrinsics.h"
-#include "ggml-like/cpu/arch/x86/x86_intrinsics.h"
+#include "ggml-like/cpu/arch/arm/neon/dot_lanes.h"
+#include "ggml-like/cpu/arch/avx512_undefined.h"
+#include "ggml-like/cpu/arch/x86/avx2/dot_lanes.h"
+#include "ggml-like/cpu/arch/x86/avx512/dot_lanes.h"
 
 #include "ggml-like/cpu/simd/set_declarations.h"
 
@@ -33,65 +36,22 @@ constexpr int kVecsPerChunk = kChunk / kLanes;
 constexpr int kMaxCols = 4;  // activation columns per pass over a weight row
 static_assert(Ints::size == Floats::size && kHalf % kLanes == 0);
 
-// ---- Per instruction set: widening loads of kLanes narrow values, a broadcast fp16 scale, and a
-// 16-entry table lookup (xsimd 8 has none of these). ----
+// ---- Per instruction set (xsimd 8 has none of these), from the set's dot_lanes.h under
+// cpu/arch/: widen_u8, widen_s8, widen_u16 (kLanes narrow values at p as int32 lanes), widen_f16
+// (kLanes fp16 at p as floats), broadcast_f16(h), and a 16-entry lookup table: table16(entries,
+// level) holds level(entries[q]) for q = 0..15 as the set's Table16, computed on vectors so that
+// every set rounds the entries identically, and lookup16(table, index) gives table[index & 15]
+// per lane. ----
 
-#if defined(__AVX512F__)
-static_assert(kLanes == 16);
-inline __m128i load16(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
-inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-inline Ints widen_u8(const uint8_t* p) { return Ints(_mm512_cvtepu8_epi32(load16(p))); }
-inline Ints widen_s8(const int8_t* p) { return Ints(_mm512_cvtepi8_epi32(load16(p))); }
-inline Ints widen_u16(const uint16_t* p) { return Ints(_mm512_cvtepu16_epi32(load32(p))); }
-inline Floats widen_f16(const uint16_t* p) { return Floats(_mm512_cvtph_ps(load32(p))); }
-inline Floats broadcast_f16(uint16_t h) {
-  return Floats(_mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(h))));
-}
-// table[index & 15] per lane: vpermps reads only the low 4 bits of each index.
-inline Floats lookup16(Floats table, Ints index) { return Floats(_mm512_permutexvar_ps(index, table)); }
-#elif defined(__AVX2__) && defined(__F16C__)
-static_assert(kLanes == 8);
-inline __m128i load8(const void* p) { return _mm_loadl_epi64(static_cast<const __m128i*>(p)); }
-inline __m128i load16(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
-inline Ints widen_u8(const uint8_t* p) { return Ints(_mm256_cvtepu8_epi32(load8(p))); }
-inline Ints widen_s8(const int8_t* p) { return Ints(_mm256_cvtepi8_epi32(load8(p))); }
-inline Ints widen_u16(const uint16_t* p) { return Ints(_mm256_cvtepu16_epi32(load16(p))); }
-inline Floats widen_f16(const uint16_t* p) { return Floats(_mm256_cvtph_ps(load16(p))); }
-inline Floats broadcast_f16(uint16_t h) { return Floats(_mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(h)))); }
-// A 16-entry table is two vectors: look up in both (vpermps reads the low 3 bits) and pick by bit 3.
-struct Table16 {
-  Floats low, high;
-};
-inline Floats lookup16(const Table16& table, Ints index) {
-  const __m256 from_low = _mm256_permutevar8x32_ps(table.low, index);
-  const __m256 from_high = _mm256_permutevar8x32_ps(table.high, index);
-  return Floats(_mm256_blendv_ps(from_low, from_high, _mm256_castsi256_ps(_mm256_slli_epi32(index, 28))));
-}
-#elif defined(__ARM_NEON)
-static_assert(kLanes == 4);
-// Four bytes in the low lanes of a vector, through memcpy: they may be the last bytes of a buffer.
-inline uint8x8_t load4(const void* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return vreinterpret_u8_u32(vdup_n_u32(v));
-}
-inline Ints widen_u8(const uint8_t* p) {
-  return Ints(vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(vmovl_u8(load4(p))))));
-}
-inline Ints widen_s8(const int8_t* p) { return Ints(vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u8(load4(p)))))); }
-inline Ints widen_u16(const uint16_t* p) { return Ints(vreinterpretq_s32_u32(vmovl_u16(vld1_u16(p)))); }
-inline Floats widen_f16(const uint16_t* p) { return Floats(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)))); }
-inline Floats broadcast_f16(uint16_t h) { return Floats(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h)))); }
-// A 16-entry table is 64 bytes, four registers, which TBL looks up byte by byte: lane i takes the
-// bytes 4 (index & 15) .. + 3.
-struct Table16 {
-  uint8x16x4_t bytes;
-};
-inline Floats lookup16(const Table16& table, Ints index) {
-  const uint32x4_t first = vshlq_n_u32(vandq_u32(vreinterpretq_u32_s32(index), vdupq_n_u32(15)), 2);
-  const uint32x4_t bytes = vmlaq_n_u32(vdupq_n_u32(0x03020100u), first, 0x01010101u);
-  return Floats(vreinterpretq_f32_u8(vqtbl4q_u8(table.bytes, vreinterpretq_u8_u32(bytes))));
-}
+#if defined(GGL_DOT_LANES)
+using dot_lanes::broadcast_f16;
+using dot_lanes::lookup16;
+using dot_lanes::Table16;
+using dot_lanes::table16;
+using dot_lanes::widen_f16;
+using dot_lanes::widen_s8;
+using dot_lanes::widen_u16;
+using dot_lanes::widen_u8;
 #else
 // Any other instruction set: through small aligned buffers.
 template <typename Batch, typename Narrow>
@@ -112,6 +72,12 @@ inline Floats broadcast_f16(uint16_t h) { return Floats(fp16_to_f32(h)); }
 struct Table16 {
   alignas(64) float entries[16];
 };
+template <class Level>
+inline Table16 table16(const float* entries, Level level) {
+  Table16 t;
+  for (int q = 0; q < 16; ++q) t.entries[q] = level(Floats(entries[q])).get(0);
+  return t;
+}
 inline Floats lookup16(const Table16& table, Ints index) {
   alignas(64) int32_t idx[kLanes];
   alignas(64) float out[kLanes];
@@ -121,32 +87,16 @@ inline Floats lookup16(const Table16& table, Ints index) {
 }
 #endif
 
+// (GGL_AVX512_UNDEFINED_BEGIN / _END, below: GCC 12 misreports the AVX-512 forms of xsimd's
+// lane-wise shifts and conversions inlined in the decoders' loops, arch/avx512_undefined.h.)
+GGL_AVX512_UNDEFINED_BEGIN
 inline Floats to_floats(Ints v) { return xsimd::batch_cast<float>(v); }
-
-// A 16-entry lookup table: level(entries[q]) for q = 0..15, computed on vectors so that every
-// instruction set rounds the entries identically.
-template <class Level>
-inline auto table16(const float* entries, Level level) {
-#if defined(__AVX512F__)
-  return level(Floats::load_unaligned(entries));
-#elif defined(__AVX2__) && defined(__F16C__)
-  return Table16{level(Floats::load_unaligned(entries)), level(Floats::load_unaligned(entries + 8))};
-#elif defined(__ARM_NEON)
-  Table16 t;
-  for (int q = 0; q < 4; ++q)
-    t.bytes.val[q] = vreinterpretq_u8_f32(static_cast<float32x4_t>(level(Floats::load_unaligned(entries + 4 * q))));
-  return t;
-#else
-  Table16 t;
-  for (int q = 0; q < 16; ++q) t.entries[q] = level(Floats(entries[q])).get(0);
-  return t;
-#endif
-}
+GGL_AVX512_UNDEFINED_END
 
 // The 16 values a 4-bit quant can decode to: level(q) for q = 0..15.
 inline constexpr float kQ4Levels[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 template <class Level>
-inline auto q4_table(Level level) {
+inline Table16 q4_table(Level level) {
   return table16(kQ4Levels, level);
 }
 
@@ -156,7 +106,7 @@ inline constexpr auto kIq4Levels = [] {
   for (int q = 0; q < 16; ++q) v[q] = static_cast<float>(kIq4Values[q]);
   return v;
 }();
-inline auto iq4_table(Floats scale) {
+inline Table16 iq4_table(Floats scale) {
   return table16(kIq4Levels.data(), [scale](Floats level) { return level * scale; });
 }
 
@@ -178,7 +128,9 @@ inline Ints fifth_bits(uint32_t mask, int p) {
 inline Ints nibbles(const uint8_t* qs, int p) {
   const int first = p * kLanes;
   const Ints bytes = widen_u8(qs + first % kHalf);
+GGL_AVX512_UNDEFINED_BEGIN
   return first < kHalf ? bytes : (bytes >> 4);
+GGL_AVX512_UNDEFINED_END
 }
 
 // ---- Decoders: Decoder<T> decodes chunk k of a row of weight type T into kVecsPerChunk float
@@ -224,7 +176,9 @@ struct Decoder<Type::BF16> {
   static constexpr size_t kChunkBytes = kChunk * sizeof(uint16_t);
   static void chunk(const uint8_t* p, Floats* w) {
     const auto* b = reinterpret_cast<const uint16_t*>(p);
+GGL_AVX512_UNDEFINED_BEGIN
     for (int v = 0; v < kVecsPerChunk; ++v) w[v] = xsimd::bitwise_cast<Floats>(widen_u16(b + v * kLanes) << 16);
+GGL_AVX512_UNDEFINED_END
   }
   static float element(const uint8_t* row, int64_t i) {
     uint16_t h;
@@ -327,7 +281,9 @@ struct Decoder<Type::IQ4_XS> {
 
 // Q2_K and Q3_K: sub-block s is bits 2 (s % 4) of qs[32 (s / 4) .. + 31].
 inline Ints two_bits(const uint8_t* qs, int sub, int v) {
+GGL_AVX512_UNDEFINED_BEGIN
   return (widen_u8(qs + 32 * (sub / 4) + v * kLanes) >> (2 * (sub % 4))) & Ints(3);
+GGL_AVX512_UNDEFINED_END
 }
 // The 16-value scale group of vector v of sub-block sub.
 inline int scale_group(int sub, int v) { return 2 * sub + v * kLanes / 16; }
@@ -359,15 +315,19 @@ struct Decoder<Type::Q3_K> {
     for (int v = 0; v < kVecsPerChunk; ++v) {
       const Floats scale(d * static_cast<float>(quant::scale_q3_k(scale_group(sub, v), b.scales)));
       // Bit 2 of the quant is bit `sub` of hmask[element]; without it the level is 4 lower.
+GGL_AVX512_UNDEFINED_BEGIN
       const Ints high = (widen_u8(b.hmask + v * kLanes) >> sub) & Ints(1);
       w[v] = to_floats((two_bits(b.qs, sub, v) | (high << 2)) - Ints(4)) * scale;
+GGL_AVX512_UNDEFINED_END
     }
   }
 };
 
 // Q4_K and Q5_K: sub-block s is nibble s % 2 of qs[32 (s / 2) .. + 31], with a 6-bit scale and min.
 inline Ints k_nibbles(const uint8_t* qs, int sub, int v) {
+GGL_AVX512_UNDEFINED_BEGIN
   return (widen_u8(qs + 32 * (sub / 2) + v * kLanes) >> (4 * (sub % 2))) & Ints(15);
+GGL_AVX512_UNDEFINED_END
 }
 struct ScaleMin {
   Floats scale, min;
@@ -399,8 +359,10 @@ struct Decoder<Type::Q5_K> {
     const auto& b = *reinterpret_cast<const BlockQ5_K*>(p);
     const ScaleMin sm = k4_scale_min(b.d, b.dmin, b.scales, sub);
     for (int v = 0; v < kVecsPerChunk; ++v) {
+GGL_AVX512_UNDEFINED_BEGIN
       const Ints high = (widen_u8(b.qh + v * kLanes) >> sub) & Ints(1);
       w[v] = xsimd::fms(to_floats(k_nibbles(b.qs, sub, v) | (high << 4)), sm.scale, sm.min);
+GGL_AVX512_UNDEFINED_END
     }
   }
 };
@@ -417,10 +379,12 @@ struct Decoder<Type::Q6_K> {
     const uint8_t* qh = b.qh + 32 * half;
     const float d = fp16_to_f32(b.d);
     for (int v = 0; v < kVecsPerChunk; ++v) {
+GGL_AVX512_UNDEFINED_BEGIN
       const Ints low = (widen_u8(ql + v * kLanes) >> (4 * (quarter / 2))) & Ints(15);
       const Ints high = (widen_u8(qh + v * kLanes) >> (2 * quarter)) & Ints(3);
       const Floats scale(d * static_cast<float>(b.scales[8 * half + scale_group(quarter, v)]));
       w[v] = to_floats((low | (high << 4)) - Ints(32)) * scale;
+GGL_AVX512_UNDEFINED_END
     }
   }
 };

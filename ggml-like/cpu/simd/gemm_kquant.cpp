@@ -29,6 +29,9 @@ namespace {
 
 // ---- A row times C columns ----
 
+using gemm_rows_x86::radd;
+using gemm_rows_x86::RowF;
+using gemm_rows_x86::rzero;
 using gemm_rows_x86::sum_lanes;
 
 // *out[c] = dot(row, column c) for C columns. Blocks alternate between two sets of accumulators
@@ -37,9 +40,9 @@ template <class Kind, int C>
 void row_times_columns(const uint8_t* row, int64_t blocks, const typename Kind::Column* cols, float* const* out) {
   using Block = typename Kind::Block;
   const auto* w = reinterpret_cast<const Block*>(row);
-  __m256 acc[2][C];
+  RowF acc[2][C];
   for (auto& set : acc)
-    for (auto& a : set) a = _mm256_setzero_ps();
+    for (auto& a : set) a = rzero();
   int64_t b = 0;
   for (; b + 2 <= blocks; b += 2) {
     __builtin_prefetch(reinterpret_cast<const uint8_t*>(w + b) + row_walk::kPrefetchBytes);
@@ -47,7 +50,7 @@ void row_times_columns(const uint8_t* row, int64_t blocks, const typename Kind::
     Kind::template add<C>(w[b + 1], cols, b + 1, acc[1]);
   }
   if (b < blocks) Kind::template add<C>(w[b], cols, b, acc[0]);
-  for (int c = 0; c < C; ++c) *out[c] = sum_lanes(_mm256_add_ps(acc[0][c], acc[1][c]));
+  for (int c = 0; c < C; ++c) *out[c] = sum_lanes(radd(acc[0][c], acc[1][c]));
 }
 
 // IntGemm::multiply_rows for one Kind (the walk: row_walk.h).

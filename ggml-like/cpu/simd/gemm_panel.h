@@ -25,6 +25,7 @@
 
 #include "ggml-like/core/types.h"
 #include "ggml-like/cpu/int_gemm.h"
+#include "ggml-like/cpu/arch/avx512_undefined.h"
 #include "ggml-like/core/fp16.h"
 #include "ggml-like/cpu/interleaved.h"
 #include "ggml-like/quant/quant.h"
@@ -61,7 +62,9 @@ inline QuantizedBlock quantize_block(const float* x, float levels) {
   Floats amax(0.0f), sum(0.0f), first(0.0f);
   for (int64_t i = 0; i < kQuantBlock; i += kWidth) {
     const Floats v = Floats::load_unaligned(x + i);
+GGL_AVX512_UNDEFINED_BEGIN
     amax = xsimd::max(amax, xsimd::abs(v));
+GGL_AVX512_UNDEFINED_END
     sum += v;
     if (i < kQuantBlock / 2) first += v;
   }
@@ -69,8 +72,10 @@ inline QuantizedBlock quantize_block(const float* x, float levels) {
   amax.store_aligned(lanes);
   const float a = *std::max_element(lanes, lanes + kWidth);
   const Floats k(a > 0.0f ? levels / a : 0.0f);
+GGL_AVX512_UNDEFINED_BEGIN
   for (int64_t i = 0; i < kQuantBlock; i += kWidth)
     xsimd::nearbyint_as_int(Floats::load_unaligned(x + i) * k).store_aligned(out.q + i);
+GGL_AVX512_UNDEFINED_END
   out.scale = a / levels;
   out.sum = xsimd::hadd(sum);
   out.skew = 2.0f * xsimd::hadd(first) - out.sum;
@@ -134,7 +139,9 @@ struct Tile {
         for (int v = 0; v < V; ++v) {
           VecI total(Dot::total(isum[v][c]));
           if constexpr (Format::kHasStart) total += start;
+GGL_AVX512_UNDEFINED_BEGIN
           acc[v][c] = xsimd::fma(xsimd::batch_cast<float>(total), d[v] * s, acc[v][c]);
+GGL_AVX512_UNDEFINED_END
         }
       }
       if constexpr (kHasMin) {

@@ -46,19 +46,13 @@ inline constexpr size_t kQuadBytes = kRows * 4;  // 4 bytes of each row
 // The walk (row_walk.h) is one sequential stream that the hardware prefetcher follows: a software
 // prefetch 1-8 KiB ahead measured 5-12% slower decode (Zen 4, two threads), none at all the fastest.
 
-// acc + d * total * step: a block's integer lane sums (row r in lane r) times the rows' scales d
-// and the column's step for the block.
-inline __m256 add_block(__m256 acc, __m256 d, __m256i total, float step) {
-  return _mm256_fmadd_ps(d, _mm256_mul_ps(_mm256_cvtepi32_ps(total), _mm256_set1_ps(step)), acc);
-}
-
 // y[c][0..8) = the group's 8 rows times column c, for C columns.
 template <class Format, int C>
 void group_times_columns(const uint8_t* group, int64_t blocks, const typename Format::Column* cols, float* const* y) {
   using Steps = typename Format::Steps;
   constexpr size_t kBlockBytes = kScalesBytes + Format::kQuads * kQuadBytes;
-  __m256 acc[C];
-  for (auto& a : acc) a = _mm256_setzero_ps();
+  steps::GroupF acc[C];
+  for (auto& a : acc) a = steps::zero_rows();
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* blk = group + b * kBlockBytes;
     typename Steps::Sum sums[C];
@@ -67,15 +61,14 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const typename Fo
       const typename Steps::Weights w = Steps::load(blk + kScalesBytes + u * kQuadBytes);
       for (int c = 0; c < C; ++c) sums[c] = Format::add(sums[c], w, cols[c], b, u);
     }
-    const __m256 d = steps::scales(blk);
+    const steps::GroupF d = steps::scales(blk);
     for (int c = 0; c < C; ++c) {
-      __m256i total = Steps::total(sums[c]);
-      if constexpr (Format::kZeroPoint != 0)
-        total = _mm256_sub_epi32(total, _mm256_set1_epi32(Format::kZeroPoint * cols[c].qsum[b]));
-      acc[c] = add_block(acc[c], d, total, cols[c].scale[b]);
+      steps::GroupI total = Steps::total(sums[c]);
+      if constexpr (Format::kZeroPoint != 0) total = steps::minus_each(total, Format::kZeroPoint * cols[c].qsum[b]);
+      acc[c] = steps::add_block(acc[c], d, total, cols[c].scale[b]);
     }
   }
-  for (int c = 0; c < C; ++c) _mm256_storeu_ps(y[c], acc[c]);
+  for (int c = 0; c < C; ++c) steps::store_rows(y[c], acc[c]);
 }
 
 // Q6_K_R8 (cpu/interleaved.h): y[c][0..8) = the group's 8 rows times column c, for C columns.
@@ -87,11 +80,11 @@ void superblocks_times_columns(const uint8_t* group, int64_t superblocks, const 
                                float* const* y) {
   using Steps = typename Format::Steps;
   constexpr int kSubBlocks = kSuperBlock / kQuantBlock;
-  __m256 acc[C];
-  for (auto& a : acc) a = _mm256_setzero_ps();
+  steps::GroupF acc[C];
+  for (auto& a : acc) a = steps::zero_rows();
   for (int64_t sb = 0; sb < superblocks; ++sb) {
     const uint8_t* blk = group + sb * q6_k_r8::kGroupBytes;
-    const __m256 d = steps::scales(blk);
+    const steps::GroupF d = steps::scales(blk);
     for (int sub = 0; sub < kSubBlocks; ++sub) {
       const int64_t b = sb * kSubBlocks + sub;
       const uint8_t* quads = blk + q6_k_r8::kQuants + sub * q6_k_r8::kSubBlockBytes;
@@ -104,10 +97,11 @@ void superblocks_times_columns(const uint8_t* group, int64_t superblocks, const 
         for (int c = 0; c < C; ++c) sums[c] = Format::add(sums[c], w, cols[c], b, u);
       }
       const uint8_t* scales = blk + q6_k_r8::kScales + 2 * sub * kRows;
-      for (int c = 0; c < C; ++c) acc[c] = add_block(acc[c], d, Steps::total(sums[c], scales, scales + kRows), cols[c].scale[b]);
+      for (int c = 0; c < C; ++c)
+        acc[c] = steps::add_block(acc[c], d, Steps::total(sums[c], scales, scales + kRows), cols[c].scale[b]);
     }
   }
-  for (int c = 0; c < C; ++c) _mm256_storeu_ps(y[c], acc[c]);
+  for (int c = 0; c < C; ++c) steps::store_rows(y[c], acc[c]);
 }
 
 // IntGemm::multiply_rows on an interleaved type (Format's): y[c][r] for r < rows (whole groups),

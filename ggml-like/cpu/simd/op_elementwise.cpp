@@ -4,14 +4,10 @@
 
 #include <cmath>
 
+#include "ggml-like/cpu/arch/avx512_undefined.h"
 #include "ggml-like/cpu/op_thread.h"
 
 #include "ggml-like/cpu/simd/set_declarations.h"
-
-// GCC 12 warns that the AVX-512 intrinsics' internal "undefined" operands inside xsimd's exp may
-// be used uninitialized (a false positive of those headers once inlined here).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace ggl::GGL_ISA {
 namespace {
@@ -33,6 +29,7 @@ constexpr int64_t kLanes = static_cast<int64_t>(Floats::size);
 
 // The exponentials of sigmoid, silu and swiglu go through xsimd's vector exp (within a few ulp of
 // std::exp): a decode step's swiglu of the shared experts' 2816 values took ~19 us element by element.
+GGL_AVX512_UNDEFINED_BEGIN
 template <class T>
 inline T sigmoid(T x) {
   using std::exp;
@@ -45,6 +42,7 @@ inline T silu(T x) {
   using xsimd::exp;
   return x / (T(1.0f) + exp(-x));
 }
+GGL_AVX512_UNDEFINED_END
 
 // y[i] = f(x[i]) (f takes vectors and floats), a vector at a time.
 template <class F>
@@ -167,4 +165,3 @@ void cpu_softmax(const Tensor& dst, const CpuThread& th) {
 
 }  // namespace ggl::GGL_ISA
 
-#pragma GCC diagnostic pop

@@ -16,8 +16,23 @@
 
 namespace ggl::GGL_ISA::gemm_rows8_steps {
 
+// A group's 8 rows side by side, lane r for row r: their float sums and scales, their int32 sums.
+using GroupF = __m256;
+using GroupI = __m256i;
+
+inline GroupF zero_rows() { return _mm256_setzero_ps(); }
+// y[0..8) = the 8 rows' sums.
+inline void store_rows(float* y, GroupF v) { _mm256_storeu_ps(y, v); }
+// Each row's total less k.
+inline GroupI minus_each(GroupI total, int32_t k) { return _mm256_sub_epi32(total, _mm256_set1_epi32(k)); }
+// acc + d * total * step: a block's integer lane sums (row r in lane r) times the rows' scales d
+// and the column's step for the block.
+inline GroupF add_block(GroupF acc, GroupF d, GroupI total, float step) {
+  return _mm256_fmadd_ps(d, _mm256_mul_ps(_mm256_cvtepi32_ps(total), _mm256_set1_ps(step)), acc);
+}
+
 // The 8 rows' fp16 block scales at p as floats, lane r for row r.
-inline __m256 scales(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline GroupF scales(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 
 // Lane r of quads: 4 quant bytes of row r. lo: their low nibbles (4 consecutive weights), hi:
 // their high nibbles (the 4 weights 16 further on), as unsigned bytes 0..15.

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "ggml-like/cpu/arch/avx512_undefined.h"
 #include "ggml-like/cpu/arch/x86/x86_intrinsics.h"
 
 namespace ggl::GGL_ISA::attention_lanes {
@@ -36,7 +37,9 @@ inline constexpr double kInt16Speedup = 1.7;
 inline constexpr int64_t kGroupedInt16MinHeads = 32;
 inline constexpr double kGroupedInt16Speedup = 1.4;
 using IVec = xsimd::batch<int32_t, Vec::arch_type>;  // 16 int32 lanes, or 16 pairs of int16
+GGL_AVX512_UNDEFINED_BEGIN
 inline float largest_lane(Vec v) { return _mm512_reduce_max_ps(v); }
+GGL_AVX512_UNDEFINED_END
 // acc += the pairwise products of a and b (VPDPWSSD). Through asm: through the intrinsic GCC
 // copies every accumulator out and back around each instruction, two extra vector moves per
 // multiply.
@@ -46,9 +49,11 @@ inline void add_pair_products(IVec& acc, IVec a, IVec b) {
   acc = r;
 }
 // The kLanes int32 of v (within int16's range) as int16 at out.
+GGL_AVX512_UNDEFINED_BEGIN
 inline void store_int16(int16_t* out, IVec v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(v));
 }
+GGL_AVX512_UNDEFINED_END
 // Elements per interleave_pairs call; out[2e] = a[e], out[2e + 1] = b[e] for e < kInterleave.
 inline constexpr int64_t kInterleave = 32;
 inline void interleave_pairs(const int16_t* a, const int16_t* b, int16_t* out) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "ggml-like/cpu/arch/avx512_undefined.h"
 #include "ggml-like/cpu/arch/x86/gemm_rows8_x86.h"
 #include "ggml-like/cpu/arch/x86/gemm_rows_x86.h"
 #include "ggml-like/cpu/arch/x86/transposed_x86.h"
@@ -36,6 +37,7 @@ inline GroupRows group_rows(int64_t count, size_t row_stride) {
 }
 // Lane r: the fp16 at `base + offset of row r` as a float; lanes past the group's rows are 0.
 // (Gathers 32 bits, so the two bytes after the fp16 must be readable: they are the rest of the block.)
+GGL_AVX512_UNDEFINED_BEGIN
 inline __m512 gather_f16(const uint8_t* base, const GroupRows& rows) {
   const __m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), rows.valid, rows.offsets, base, 1);
   return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words));
@@ -66,6 +68,7 @@ inline void transpose16(__m512i* v) {
     v[12 + k] = _mm512_shuffle_i32x4(c1, c3, 0xDD);
   }
 }
+GGL_AVX512_UNDEFINED_END
 
 // The 16 quant bytes of 16 rows' 4-bit blocks (qs[r]), four rows per vector: z[i] holds rows
 // 4i..4i+3, one per 128-bit lane.
@@ -118,10 +121,12 @@ struct Pairs {
         hi = _mm512_sub_epi8(hi, eight);
       }
       const int j = 2 * p;  // pairs j, j + 1 (low nibbles) and j + 8, j + 9 (high nibbles)
+GGL_AVX512_UNDEFINED_BEGIN
       _mm512_store_si512(out + j * 64, widen(_mm512_castsi512_si256(lo)));
       _mm512_store_si512(out + (j + 1) * 64, widen(_mm512_extracti64x4_epi64(lo, 1)));
       _mm512_store_si512(out + (j + 8) * 64, widen(_mm512_castsi512_si256(hi)));
       _mm512_store_si512(out + (j + 9) * 64, widen(_mm512_extracti64x4_epi64(hi, 1)));
+GGL_AVX512_UNDEFINED_END
     }
   }
   // The 16 pair vectors of one lane group from 16 rows' 32 signed bytes (Q8_0).
