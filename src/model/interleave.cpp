@@ -38,7 +38,7 @@ std::vector<WeightRef*> product_slots(ModelWeights& w) {
 std::optional<ggl::Type> cpu_layout(const ggl::TensorInfo& t, bool output_head) {
   const auto type = ggl::interleaved_type(t.type, t.ne[1]);
   if (!type || !ggl::int16_gemm().supports(*type, t.ne[0])) return std::nullopt;
-  if (*type == ggl::Type::Q6_K_R8 && !output_head) return std::nullopt;
+  if (*type == ggl::kQ6_K_R8 && !output_head) return std::nullopt;
   return type;
 }
 

@@ -54,8 +54,8 @@ void check_layout(Type t, Type p, size_t quant_bytes) {
 }
 
 TEST(Interleave, LayoutPutsFourQuantBytesOfEachRowSideBySide) {
-  check_layout(Type::Q4_0_R8, Type::Q4_0, 16);
-  check_layout(Type::Q8_0_R8, Type::Q8_0, 32);
+  check_layout(ggl::kQ4_0_R8, Type::Q4_0, 16);
+  check_layout(ggl::kQ8_0_R8, Type::Q8_0, 32);
 }
 
 // Q6_K_R8 (interleaved.h): the rows' d and scales side by side, and every element's 6-bit quant
@@ -66,7 +66,7 @@ TEST(Interleave, Q6_KLayoutAndBack) {
   std::mt19937 rng(5);
   for (uint8_t& b : plain) b = static_cast<uint8_t>(rng());
   std::vector<uint8_t> mixed(plain.size()), back(plain.size());
-  ggl::interleave_rows(Type::Q6_K_R8, plain.data(), mixed.data(), rows, n);
+  ggl::interleave_rows(ggl::kQ6_K_R8, plain.data(), mixed.data(), rows, n);
   const auto* src = reinterpret_cast<const ggl::BlockQ6_K*>(plain.data());
   for (int64_t g = 0; g < rows / 8; ++g)
     for (int64_t b = 0; b < blocks; ++b) {
@@ -88,24 +88,27 @@ TEST(Interleave, Q6_KLayoutAndBack) {
       }
     }
   const size_t group = 8 * ggl::row_bytes(Type::Q6_K, n);
-  for (int64_t g = 0; g < rows / 8; ++g) ggl::deinterleave_group(Type::Q6_K_R8, mixed.data() + g * group, back.data() + g * group, n);
+  for (int64_t g = 0; g < rows / 8; ++g) ggl::deinterleave_group(ggl::kQ6_K_R8, mixed.data() + g * group, back.data() + g * group, n);
   EXPECT_EQ(back, plain);
 }
 
 TEST(Interleave, OnlyWholeGroupsOfQ4_0Q8_0AndQ6_KRowsAndNeverInFiles) {
-  EXPECT_EQ(ggl::interleaved_type(Type::Q4_0, 24), Type::Q4_0_R8);
-  EXPECT_EQ(ggl::interleaved_type(Type::Q8_0, 24), Type::Q8_0_R8);
+  EXPECT_EQ(ggl::interleaved_type(Type::Q4_0, 24), ggl::kQ4_0_R8);
+  EXPECT_EQ(ggl::interleaved_type(Type::Q8_0, 24), ggl::kQ8_0_R8);
   EXPECT_FALSE(ggl::interleaved_type(Type::Q4_0, 20));
   EXPECT_FALSE(ggl::interleaved_type(Type::Q8_0, 12));
   EXPECT_FALSE(ggl::interleaved_type(Type::Q4_1, 24));
-  EXPECT_EQ(ggl::interleaved_type(Type::Q6_K, 24), Type::Q6_K_R8);
+  EXPECT_EQ(ggl::interleaved_type(Type::Q6_K, 24), ggl::kQ6_K_R8);
   EXPECT_FALSE(ggl::interleaved_type(Type::Q4_K, 24));
-  EXPECT_EQ(ggl::plain_type(Type::Q4_0_R8), Type::Q4_0);
-  EXPECT_EQ(ggl::plain_type(Type::Q8_0_R8), Type::Q8_0);
-  // The GGUF reader and writer know the file types only.
-  for (Type t : {Type::Q4_0_R8, Type::Q8_0_R8, Type::Q6_K_R8}) {
+  EXPECT_EQ(ggl::plain_type(ggl::kQ4_0_R8), Type::Q4_0);
+  EXPECT_EQ(ggl::plain_type(ggl::kQ8_0_R8), Type::Q8_0);
+  // The GGUF reader and writer know the file types only; to core a layout is its file type's
+  // blocks (core/types.h: a backend layout), and its name parses into that type.
+  for (Type t : {ggl::kQ4_0_R8, ggl::kQ8_0_R8, ggl::kQ6_K_R8}) {
+    EXPECT_TRUE(ggl::is_backend_layout(t));
     EXPECT_FALSE(ggl::type_traits(static_cast<uint32_t>(t)));
-    EXPECT_FALSE(ggl::type_from_name(ggl::type_name(t)));
+    EXPECT_EQ(ggl::type_from_name(ggl::type_name(t)), ggl::plain_type(t));
+    EXPECT_EQ(ggl::traits(t).block_bytes, ggl::traits(ggl::plain_type(t)).block_bytes);
     std::vector<uint8_t> bytes(ggl::row_bytes(ggl::plain_type(t), 256) * 8);
     ggl::GgufWriter writer;
     EXPECT_THROW(writer.add_tensor("w", t, {256, 8}, bytes.data()), ggl::Error);
