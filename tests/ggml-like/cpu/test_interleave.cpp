@@ -1,9 +1,13 @@
 // Q4_0, Q8_0 and Q6_K matrices rewritten at load into 8 interleaved rows (src/model/interleave.h,
-// ggml-like/cpu/interleaved.h): the layout itself, which tensors a model rewrites, and that a
+// ggml-like/cpu/interleaved.h): the layout itself, the CPU backend's weights hook
+// (Backend::prepare_weights / use_prepared_weights), which tensors a model rewrites, and that a
 // repacked model computes what the file's layout does, with every kernel set (the sets with
 // interleaved kernels read it; the others never see it).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -11,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "ggml-like/cpu/cpu_backend.h"
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/gguf/gguf.h"
 #include "ggml-like/cpu/interleaved.h"
@@ -113,6 +118,65 @@ TEST(Interleave, OnlyWholeGroupsOfQ4_0Q8_0AndQ6_KRowsAndNeverInFiles) {
     ggl::GgufWriter writer;
     EXPECT_THROW(writer.add_tensor("w", t, {256, 8}, bytes.data()), ggl::Error);
   }
+}
+
+// A CPU backend given the copies (use_prepared_weights) reads them in place of a leaf that is an
+// offered matrix (its bytes, type and shape), and only there: a leaf that a view reads keeps the
+// file's bytes, as does every leaf once the copies are taken back. The graph is left as it was.
+TEST(Interleave, CpuBackendReadsItsCopiesInPlaceOfOfferedLeaves) {
+  constexpr int64_t K = 256, N = 16;
+  if (!ggl::int16_gemm().supports(ggl::kQ4_0_R8, K))
+    GTEST_SKIP() << "the kernel set in use (" << ggl::cpu_kernels().isa << ") multiplies no interleaved rows";
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<float> values(K * N), x(K);
+  for (float& v : values) v = normal(rng);
+  for (float& v : x) v = normal(rng);
+  std::vector<uint8_t> w(ggl::row_bytes(Type::Q4_0, K) * N);
+  for (int64_t r = 0; r < N; ++r)
+    ggl::quantize_row(Type::Q4_0, values.data() + r * K, w.data() + r * ggl::row_bytes(Type::Q4_0, K), K);
+
+  ggl::CpuBackend cpu(1);
+  const ggl::OfferedWeight offered[] = {
+      {"w", Type::Q4_0, {K, N, 1, 1}, w.data(), w.size(), ggl::WeightUse::kProducts}};
+  std::vector<size_t> copied;
+  const auto prepared = cpu.prepare_weights(offered, [&](size_t i) { copied.push_back(i); });
+  ASSERT_NE(prepared, nullptr);
+  EXPECT_EQ(prepared->count(), 1u);
+  EXPECT_TRUE(prepared->copied(w.data()));
+  EXPECT_EQ(copied, std::vector<size_t>{0});
+
+  // w x, with w read through a view of the leaf or the leaf itself.
+  const auto product = [&](ggl::CpuBackend& backend, bool through_view) {
+    ggl::Graph g;
+    ggl::Tensor* leaf = g.external(Type::Q4_0, std::array<int64_t, 2>{K, N}, w.data(), "w");
+    ggl::Tensor* in = g.input(Type::F32, std::array<int64_t, 2>{K, 1}, "x");
+    std::memcpy(in->data, x.data(), x.size() * sizeof(float));
+    ggl::Tensor* weights =
+        through_view ? g.view(leaf, {K, N, 1, 1}, {leaf->nb[0], leaf->nb[1], leaf->nb[2], leaf->nb[3]}, 0) : leaf;
+    ggl::Tensor* y = g.mul_mat(weights, in);
+    g.mark_output(y);
+    backend.compute(g);
+    EXPECT_EQ(leaf->type, Type::Q4_0) << "the leaf is not the file's again";
+    EXPECT_EQ(leaf->data, w.data()) << "the leaf is not the file's again";
+    std::vector<float> out(N);
+    backend.read(*y, out.data(), 0, out.size() * sizeof(float));
+    return out;
+  };
+  ggl::CpuBackend file_layout(1);  // never given the copies
+  const std::vector<float> want = product(file_layout, false);
+  EXPECT_EQ(file_layout.repacked_leaves_read(), 0);
+  cpu.use_prepared_weights(prepared);
+  const std::vector<float> got = product(cpu, false);
+  EXPECT_EQ(cpu.repacked_leaves_read(), 1);
+  float scale = 0;
+  for (float v : want) scale = std::max(scale, std::fabs(v));
+  for (int64_t r = 0; r < N; ++r) EXPECT_NEAR(got[r], want[r], 1e-5f * scale) << "row " << r;
+  product(cpu, true);
+  EXPECT_EQ(cpu.repacked_leaves_read(), 1) << "a leaf a view reads was rewritten";
+  cpu.use_prepared_weights(nullptr);
+  product(cpu, false);
+  EXPECT_EQ(cpu.repacked_leaves_read(), 1);
 }
 
 // The last-position logits of a prompt, then of each of `decode` single-token steps.
