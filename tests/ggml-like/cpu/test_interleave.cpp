@@ -187,9 +187,11 @@ TEST(Interleave, CpuBackendReadsItsCopiesInPlaceOfOfferedLeaves) {
 
 const char* const kDenseModel = "fixtures/llama-gqa-tiny-f32.gguf";
 
-// kDenseModel quantized (latte quantize) into a temporary file; "" when that failed.
+// kDenseModel quantized (latte quantize) into a temporary file of the running test's own (ctest
+// runs tests side by side); "" when that failed.
 std::string quantized_dense_model(const std::string& quantize_args, const std::string& type_name) {
-  const std::string path = ::testing::TempDir() + "latte-interleave-" + type_name + ".gguf";
+  const std::string path = ::testing::TempDir() + "latte-interleave-" +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".gguf";
   const auto q = latte::testing::run_latte("quantize " + quantize_args + " --no-progress " +
                                            (latte::testing::shared_dir() / kDenseModel).string() + " " + path + " " +
                                            type_name);
