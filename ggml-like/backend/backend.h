@@ -7,13 +7,17 @@
 //   memory   where its tensors' bytes live (host memory the CPU can address, or a device's own),
 //            buffers it allocates there, and copies between that memory and the host;
 //   ops      which nodes it can run (supports_op) and the running of a whole graph (compute);
-//   speeds   how fast some kernel forms run, for callers choosing between equivalent graphs.
+//   speeds   how fast some kernel forms run, for callers choosing between equivalent graphs;
+//   weights  copies of a model's matrices in layouts of its own, which its kernels read faster.
 // Calls that move bytes or compute may return before the work is done; synchronize() waits.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string_view>
 
 #include "ggml-like/core/types.h"
@@ -42,6 +46,34 @@ class BackendBuffer {
   Backend& owner_;
   void* base_;
   size_t size_;
+};
+
+// How a model's graphs use a weight matrix it offers (Backend::prepare_weights). Only matrices
+// that are nothing but the weights of matrix products are offered: never one whose rows are
+// looked up (token embeddings) or that is also read transposed (MLA's k_b / v_b / kv_b).
+enum class WeightUse {
+  kProducts,    // the weights of matrix products
+  kOutputHead,  // the same, and the output head: the one matrix every token reads whole
+};
+
+struct OfferedWeight {
+  std::string_view name;
+  Type type;  // a file type
+  std::array<int64_t, kMaxDims> ne;
+  const void* data;  // packed rows in host memory (a file's mapping)
+  size_t nbytes;
+  WeightUse use;
+};
+
+// A backend's copies of offered matrices in layouts of its own (Backend::prepare_weights), alive
+// as long as this object.
+class PreparedWeights {
+ public:
+  virtual ~PreparedWeights() = default;
+  virtual size_t count() const = 0;  // matrices copied
+  virtual size_t bytes() const = 0;  // what the copies take
+  // Whether the matrix offered at `data` was copied.
+  virtual bool copied(const void* data) const = 0;
 };
 
 class Backend {
@@ -79,6 +111,21 @@ class Backend {
   // heads on one latent cache).
   virtual double matmul_speed(Type w, int64_t k) const { return 1.0; }
   virtual double attention_speed(int64_t dk, int64_t dv, int64_t heads_per_kv = 1) const { return 1.0; }
+
+  // ---- weights ---------------------------------------------------------------------------
+  // The matrices a model's graphs will multiply, offered once when it is loaded: returns the
+  // copies this backend keeps of those its kernels read faster in a layout of its own (llama.cpp's
+  // "repack"), or nullptr (none; the default). on_copied(i) follows the copy of weights[i] (the
+  // caller may release the original's memory: read again, it is slower, never wrong). The copies
+  // are read by the backends they are given to (use_prepared_weights), so one set can serve every
+  // session on a model.
+  virtual std::shared_ptr<const PreparedWeights> prepare_weights(std::span<const OfferedWeight> weights,
+                                                                 const std::function<void(size_t)>& on_copied = {});
+  // From now on, reads the copies in `prepared` wherever a graph's external leaf is a copied
+  // matrix (its data, type and shape); nullptr, or copies another kind of backend made: none.
+  // Graphs keep the file's types and bytes, so other backends (a scheduler's devices) never see a
+  // layout. By default nothing is read in place of the leaves.
+  virtual void use_prepared_weights(std::shared_ptr<const PreparedWeights> prepared) {}
 
  protected:
   // The raw allocation behind allocate() / BackendBuffer (host memory by default).

@@ -165,6 +165,10 @@ bool Scheduler::supports_op(const Tensor& node) const {
   return false;
 }
 
+void Scheduler::use_prepared_weights(std::shared_ptr<const PreparedWeights> prepared) {
+  for (Backend* b : raw_) b->use_prepared_weights(prepared);
+}
+
 void Scheduler::synchronize() {
   for (Backend* b : raw_) b->synchronize();
 }

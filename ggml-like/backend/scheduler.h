@@ -76,6 +76,9 @@ class Scheduler final : public Backend {
     return raw_.front()->attention_speed(dk, dv, heads_per_kv);
   }
 
+  // Given to every backend (each reads the copies it made).
+  void use_prepared_weights(std::shared_ptr<const PreparedWeights> prepared) override;
+
   std::span<Backend* const> backends() const { return raw_; }
   // The split of the last graph computed.
   const SplitPlan& last_split() const { return plan_; }

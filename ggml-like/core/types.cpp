@@ -15,7 +15,7 @@ struct Entry {
 
 // Block bytes follow ggml's block structs: fp16 scales (d, and dmin / m where the type has mins),
 // packed sub-block scales, high bits, then the low bits of the quants.
-constexpr std::array<Entry, 24> kTypes = {{
+constexpr std::array<Entry, 21> kTypes = {{
     {Type::F32, {"f32", 1, 4, false}},
     {Type::F16, {"f16", 1, 2, false}},
     {Type::Q4_0, {"q4_0", kQuantBlock, 2 + kQuantBlock / 2, true}},
@@ -37,12 +37,7 @@ constexpr std::array<Entry, 24> kTypes = {{
     {Type::I64, {"i64", 1, 8, false}},
     {Type::F64, {"f64", 1, 8, false}},
     {Type::BF16, {"bf16", 1, 2, false}},
-    {Type::Q4_0_R8, {"q4_0_r8", kQuantBlock, 2 + kQuantBlock / 2, true}},
-    {Type::Q8_0_R8, {"q8_0_r8", kQuantBlock, 2 + kQuantBlock, true}},
-    {Type::Q6_K_R8, {"q6_K_r8", kSuperBlock, kSuperBlock / 2 + kSuperBlock / 4 + kSuperBlock / 16 + 2, true}},
 }};
-
-bool is_internal(Type t) { return static_cast<uint32_t>(t) >= kFirstInternalType; }
 
 // ggml's types that latte does not read, by id (ids 4, 5 and 31-33, 36-38 were retired by ggml).
 constexpr std::array<std::pair<uint32_t, std::string_view>, 11> kForeignTypes = {{
@@ -69,11 +64,12 @@ std::optional<std::string_view> foreign_type_name(uint32_t id) {
 
 std::optional<TypeTraits> type_traits(uint32_t id) {
   for (const Entry& e : kTypes)
-    if (static_cast<uint32_t>(e.type) == id && !is_internal(e.type)) return e.traits;
+    if (static_cast<uint32_t>(e.type) == id) return e.traits;
   return std::nullopt;
 }
 
 const TypeTraits& traits(Type t) {
+  t = file_type_of(t);
   for (const Entry& e : kTypes)
     if (e.type == t) return e.traits;
   return kTypes[0].traits;  // unreachable for valid enum values
@@ -88,7 +84,7 @@ std::optional<Type> type_from_name(std::string_view name) {
   };
   const std::string wanted = lower(name);
   for (const Entry& e : kTypes)
-    if (lower(e.traits.name) == wanted && !is_internal(e.type)) return e.type;
+    if (lower(e.traits.name) == wanted) return e.type;
   return std::nullopt;
 }
 

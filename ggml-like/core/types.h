@@ -30,14 +30,22 @@ enum class Type : uint32_t {
   I64 = 27,
   F64 = 28,
   BF16 = 30,
-  // latte's own in-memory layouts, never read from or written to a file (ids from
-  // kFirstInternalType on): Q4_0, Q8_0 and Q6_K with 8 rows interleaved for the CPU's decode
-  // kernels (cpu/interleaved.h).
-  Q4_0_R8 = (1u << 16) | 2,
-  Q8_0_R8 = (1u << 16) | 8,
-  Q6_K_R8 = (1u << 16) | 14,
 };
-inline constexpr uint32_t kFirstInternalType = 1u << 16;
+
+// Ids from kFirstBackendLayout on are never in a file: each tags a backend's own in-memory
+// arrangement of a file type's blocks (the CPU's interleaved rows, cpu/interleaved.h), which
+// only that backend names, writes and reads. backend_layout(file type, n) is a backend's layout
+// number n (1, 2, ...; each backend numbers its own) of that type. A layout keeps its file
+// type's block size and bytes per block, and traits() answers the file type's (name included),
+// so a tensor in a layout has the shape, strides and size of its file tensor: all that core, the
+// graph and the other backends know of it.
+inline constexpr uint32_t kFirstBackendLayout = 1u << 16;
+constexpr Type backend_layout(Type file_type, uint32_t n) {
+  return static_cast<Type>(n * kFirstBackendLayout | static_cast<uint32_t>(file_type));
+}
+constexpr bool is_backend_layout(Type t) { return static_cast<uint32_t>(t) >= kFirstBackendLayout; }
+// The file type whose blocks t arranges: t itself for a file type.
+constexpr Type file_type_of(Type t) { return static_cast<Type>(static_cast<uint32_t>(t) % kFirstBackendLayout); }
 
 // Dimensions of a tensor (ggml's GGML_MAX_DIMS): ne[0] is the fastest.
 inline constexpr int kMaxDims = 4;
@@ -52,15 +60,15 @@ struct TypeTraits {
   bool quantized;
 };
 
-// Traits of a type a file may hold; std::nullopt for an id latte does not know (or an internal one).
+// Traits of a type a file may hold; std::nullopt for an id latte does not know (or a backend layout).
 std::optional<TypeTraits> type_traits(uint32_t id);
 // ggml's name for a type id latte does not read (e.g. 16 -> "iq2_xxs", 39 -> "mxfp4"), for error
 // messages; std::nullopt where the id is not one ggml ever defined.
 std::optional<std::string_view> foreign_type_name(uint32_t id);
-// Traits of a known type (precondition: the type is known).
+// Traits of a known type or of a backend layout (its file type's; precondition: the type is known).
 const TypeTraits& traits(Type t);
 inline std::string_view type_name(Type t) { return traits(t).name; }
-// Parses "f32", "q4_0", ... (case-insensitive); std::nullopt if unknown or internal.
+// Parses "f32", "q4_0", ... (case-insensitive) into a file type; std::nullopt if unknown.
 std::optional<Type> type_from_name(std::string_view name);
 
 // Bytes of a row of n elements; n must be a multiple of the block size.

@@ -183,7 +183,21 @@ std::vector<char> CpuBackend::barriers_needed(const Graph& graph, int n_threads)
   return need;
 }
 
+std::shared_ptr<const PreparedWeights> CpuBackend::prepare_weights(std::span<const OfferedWeight> weights,
+                                                                  const std::function<void(size_t)>& on_copied) {
+  auto repacked = std::make_shared<const RepackedWeights>(weights, on_copied);
+  if (repacked->count() == 0) return nullptr;
+  return repacked;
+}
+
+void CpuBackend::use_prepared_weights(std::shared_ptr<const PreparedWeights> prepared) {
+  repacked_ = std::dynamic_pointer_cast<const RepackedWeights>(std::move(prepared));
+}
+
 void CpuBackend::compute(Graph& graph) {
+  // The rewritten matrices in place of the file's first: a node's work bytes depend on its types.
+  const ReadingCopies reading(graph, repacked_.get());
+  repacked_leaves_read_ += reading.leaves();
   const ArenaPlan& plan = plans_.plan(graph);
   ensure(arena_, arena_size_, plan.size);
   last_plan_ = plan.size;

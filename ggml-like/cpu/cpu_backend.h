@@ -3,13 +3,16 @@
 // (independent neighbours, e.g. the projections that read the same input, run back to back). Intermediate results live in one arena,
 // planned by plan_arena() once per graph shape and reused across calls; kernels get scratch space
 // from a work buffer sized by the most demanding node. Graphs too small to pay for
-// synchronisation run on fewer threads.
+// synchronisation run on fewer threads. The matrices it rewrites into interleaved rows when a
+// model is loaded (prepare_weights: repacked_weights.h) are read in place of the file's wherever a
+// graph it is given them in (use_prepared_weights) has one as a leaf.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "ggml-like/backend/backend.h"
+#include "ggml-like/cpu/repacked_weights.h"
 #include "ggml-like/graph/graph_plan.h"
 
 namespace ggl {
@@ -26,6 +29,10 @@ class CpuBackend final : public Backend {
   void compute(Graph& graph) override;
   double matmul_speed(Type w, int64_t k) const override;
   double attention_speed(int64_t dk, int64_t dv, int64_t heads_per_kv = 1) const override;
+  // A RepackedWeights (nullptr where it rewrites none), read by the CPU backends given it.
+  std::shared_ptr<const PreparedWeights> prepare_weights(std::span<const OfferedWeight> weights,
+                                                         const std::function<void(size_t)>& on_copied) override;
+  void use_prepared_weights(std::shared_ptr<const PreparedWeights> prepared) override;
 
   int n_threads() const { return n_threads_; }
   int last_threads() const { return last_threads_; }       // threads the last graph ran on
@@ -34,6 +41,8 @@ class CpuBackend final : public Backend {
   size_t last_plan_bytes() const { return last_plan_; }    // what the last graph needed
   size_t last_naive_bytes() const { return last_naive_; }  // ... without reuse
   int last_barriers() const { return last_barriers_; }      // barriers between nodes in the last graph
+  // Leaves read rewritten (prepare_weights), over every graph computed so far.
+  int64_t repacked_leaves_read() const { return repacked_leaves_read_; }
 
  private:
   struct AlignedFree {
@@ -46,6 +55,7 @@ class CpuBackend final : public Backend {
   std::vector<char> barriers_needed(const Graph& graph, int n_threads) const;
 
   int n_threads_;
+  std::shared_ptr<const RepackedWeights> repacked_;
   PlanCache plans_;
   Buffer arena_;
   size_t arena_size_ = 0;
@@ -55,6 +65,7 @@ class CpuBackend final : public Backend {
   size_t last_naive_ = 0;
   int last_threads_ = 0;
   int last_barriers_ = 0;
+  int64_t repacked_leaves_read_ = 0;
 };
 
 // Physical cores of this machine (hyper-threads not counted); at least 1.

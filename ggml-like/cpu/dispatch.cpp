@@ -11,6 +11,7 @@
 #include "ggml-like/cpu/op_thread.h"
 #include "ggml-like/cpu/dot.h"
 #include "ggml-like/cpu/int_gemm.h"
+#include "ggml-like/cpu/interleaved.h"
 #include "ggml-like/cpu/kernel_set.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -110,7 +111,7 @@ std::string describe_cpu_kernels(const CpuKernels& k) {
   if (k.int16->supports(Type::Q4_K, kSuperBlock)) add("K-quant / IQ4 / Q5 16-bit GEMMs");
   if (k.int8->supports(Type::Q4_0, kQuantBlock)) add("8-bit integer GEMMs");
   if (k.int8_k->supports(Type::Q4_K, kSuperBlock)) add("K-quant integer rows");
-  if (k.int16->supports(Type::Q8_0_R8, kQuantBlock)) add("interleaved Q4_0 / Q8_0 / Q6_K rows");
+  if (k.int16->supports(kQ8_0_R8, kQuantBlock)) add("interleaved Q4_0 / Q8_0 / Q6_K rows");
   if (k.mha_int16_takes(128, 128)) add("integer MHA attention");
   if (k.grouped_int16_takes(576, 512, 128)) add("integer MLA attention");
   return std::string(k.isa) + " kernels: " + (paths.empty() ? "float32 paths only" : paths);

@@ -16,7 +16,7 @@ static_assert(sizeof(BlockQ4_0) == sizeof(uint16_t) + kQuantBlock / 2);
 static_assert(sizeof(BlockQ8_0) == sizeof(uint16_t) + kQuantBlock);
 
 // The quant bytes of one plain block of an interleaved type's file type (after its fp16 scale).
-size_t quant_bytes(Type t) { return t == Type::Q8_0_R8 ? kQuantBlock : kQuantBlock / 2; }
+size_t quant_bytes(Type t) { return t == kQ8_0_R8 ? kQuantBlock : kQuantBlock / 2; }
 size_t plain_block_bytes(Type t) { return sizeof(uint16_t) + quant_bytes(t); }
 size_t group_block_bytes(Type t) { return kInterleavedRows * plain_block_bytes(t); }
 
@@ -104,25 +104,25 @@ void deinterleave_q6_k(const uint8_t* in, BlockQ6_K* const* rows) {
 
 std::optional<Type> interleaved_type(Type t, int64_t n_rows) {
   if (n_rows <= 0 || n_rows % kInterleavedRows != 0) return std::nullopt;
-  if (t == Type::Q4_0) return Type::Q4_0_R8;
-  if (t == Type::Q8_0) return Type::Q8_0_R8;
-  if (t == Type::Q6_K) return Type::Q6_K_R8;
+  if (t == Type::Q4_0) return kQ4_0_R8;
+  if (t == Type::Q8_0) return kQ8_0_R8;
+  if (t == Type::Q6_K) return kQ6_K_R8;
   return std::nullopt;
 }
 
-bool is_interleaved(Type t) { return t == Type::Q4_0_R8 || t == Type::Q8_0_R8 || t == Type::Q6_K_R8; }
+bool is_interleaved(Type t) { return t == kQ4_0_R8 || t == kQ8_0_R8 || t == kQ6_K_R8; }
 
 Type plain_type(Type t) {
-  if (t == Type::Q4_0_R8) return Type::Q4_0;
-  if (t == Type::Q8_0_R8) return Type::Q8_0;
-  if (t == Type::Q6_K_R8) return Type::Q6_K;
+  if (t == kQ4_0_R8) return Type::Q4_0;
+  if (t == kQ8_0_R8) return Type::Q8_0;
+  if (t == kQ6_K_R8) return Type::Q6_K;
   return t;
 }
 
 void interleave_rows(Type t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t n) {
   check("interleave_rows", t, n);
   if (rows % kInterleavedRows != 0) fail("interleave_rows: {} rows are not whole groups of 8", rows);
-  if (t == Type::Q6_K_R8) {
+  if (t == kQ6_K_R8) {
     const int64_t blocks = n / kSuperBlock;
     const auto* plain = reinterpret_cast<const BlockQ6_K*>(src);
     for (int64_t g = 0; g < rows / kInterleavedRows; ++g)
@@ -161,7 +161,7 @@ void deinterleave_block(Type t, const uint8_t* group, int64_t b, uint16_t* scale
 
 void deinterleave_group(Type t, const uint8_t* group, uint8_t* dst, int64_t n) {
   check("deinterleave_group", t, n);
-  if (t == Type::Q6_K_R8) {
+  if (t == kQ6_K_R8) {
     const int64_t blocks = n / kSuperBlock;
     auto* plain = reinterpret_cast<BlockQ6_K*>(dst);
     for (int64_t b = 0; b < blocks; ++b) {

@@ -1,7 +1,9 @@
 // Weight rows interleaved 8 at a time, the layout the CPU's decode kernels read fastest
 // (cpu/simd/gemm_rows8.h): a product with one activation column then handles 8 rows per vector,
 // so each block's activation broadcast, unpacking and scale conversion serve 8 rows instead of
-// one. Rewritten from a file's rows once, when a model is loaded; never stored in a file.
+// one. Rewritten from a file's rows once, when a model is loaded (repacked_weights.h); never
+// stored in a file, and known only here in cpu/: to core they are backend layouts
+// (core/types.h), and no graph is built with them.
 //
 // Q4_0_R8 / Q8_0_R8: a Q4_0 / Q8_0 matrix in groups of 8 consecutive rows. Per group, per block
 // column b (32 weights of each row), 8 blocks' bytes: the 8 rows' fp16 scales, then the rows'
@@ -27,6 +29,11 @@
 #include "ggml-like/core/types.h"
 
 namespace ggl {
+
+// The CPU's backend layouts (core/types.h), the ids earlier builds gave them.
+inline constexpr Type kQ4_0_R8 = backend_layout(Type::Q4_0, 1);
+inline constexpr Type kQ8_0_R8 = backend_layout(Type::Q8_0, 1);
+inline constexpr Type kQ6_K_R8 = backend_layout(Type::Q6_K, 1);
 
 inline constexpr int64_t kInterleavedRows = 8;
 // The most quant bytes a plain block of an interleaved type has (Q8_0's).

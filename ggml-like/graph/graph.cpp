@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "ggml-like/core/error.h"
-#include "ggml-like/cpu/interleaved.h"
 #include "ggml-like/quant/quant.h"
 
 namespace ggl {
@@ -36,13 +35,6 @@ void require_weight(Op op, const Tensor& w) {
   require_rows(op, w);
 }
 
-// Rows of a weight type or an interleaved one (cpu/interleaved.h: whole groups of rows), which
-// the matrix products take.
-void require_matrix(Op op, const Tensor& w) {
-  require(is_weight_type(w.type) || is_interleaved(w.type), op, "unsupported element type", w);
-  require(!is_interleaved(w.type) || w.ne[1] % kInterleavedRows == 0, op, "interleaved rows are not whole groups", w);
-  require_rows(op, w);
-}
 
 // Size of a broadcast dimension: the larger one, which the smaller must divide.
 int64_t broadcast_dim(Op op, const Tensor& a, const Tensor& b, int d) {
@@ -211,7 +203,7 @@ Tensor* Graph::swiglu(Tensor* gate, Tensor* up) {
 }
 
 Tensor* Graph::mul_mat(Tensor* w, Tensor* x) {
-  require_matrix(Op::kMulMat, *w);
+  require_weight(Op::kMulMat, *w);
   require(w->nb[1] == row_bytes(w->type, w->ne[0]), Op::kMulMat, "expects packed weight rows", *w);
   require_f32_rows(Op::kMulMat, *x);
   if (w->ne[0] != x->ne[0])
@@ -234,7 +226,7 @@ Tensor* Graph::mul_mat_t(Tensor* w, Tensor* x) {
 }
 
 Tensor* Graph::mul_mat_id(Tensor* w, Tensor* x, Tensor* ids) {
-  require_matrix(Op::kMulMatId, *w);
+  require_weight(Op::kMulMatId, *w);
   require(w->nb[1] == row_bytes(w->type, w->ne[0]), Op::kMulMatId, "expects packed weight rows", *w);
   require(w->ne[3] == 1, Op::kMulMatId, "expects [K, N, experts]", *w);
   require_f32_rows(Op::kMulMatId, *x);

@@ -110,11 +110,13 @@ std::vector<BenchTest> expand_tests(const BenchOptions& o) {
 uint64_t prefault_weights(const Model& model) {
   constexpr size_t kPage = 4096;
   uint64_t sum = 0;
-  // The weights the runs read (a repacked matrix's copy, not the file's released pages).
+  // The weights the runs read from the file: not those the CPU rewrote at load, whose copies
+  // are in memory already and whose file pages were released.
   ModelWeights weights = model.weights();
+  const ggl::PreparedWeights* copies = model.prepared_weights().get();
   std::set<WeightRef> seen;
   for_each_weight(weights, [&](WeightRef& t) {
-    if (t && seen.insert(t).second)
+    if (t && seen.insert(t).second && !(copies && copies->copied(t->data)))
       for (size_t off = 0; off < t->nbytes; off += kPage) sum += t->data[off];
   });
   return sum;

@@ -1,19 +1,21 @@
-// A loaded model: the memory-mapped GGUF file, its hyperparameters and its weights: pointers into
-// the mapping, except the matrices rewritten for the CPU's decode kernels (interleave.h).
+// A loaded model: the memory-mapped GGUF file, its hyperparameters and its weights (pointers into
+// the mapping), and the copies the CPU backend made at load of the matrices it multiplies faster
+// in a layout of its own (Backend::prepare_weights; sessions give them to their backends).
 #pragma once
 #include <memory>
 #include <string>
 
+#include "ggml-like/backend/backend.h"
 #include "ggml-like/gguf/gguf.h"
 #include "src/model/hparams.h"
-#include "src/model/interleave.h"
 #include "src/model/weights.h"
 
 namespace latte {
 
 struct ModelOptions {
-  // Rewrite matrices into the CPU's interleaved layout where the kernel set in use reads it
-  // (interleave.h); off: every weight stays in the file's mapping (--no-repack).
+  // Offer the CPU the matrices that are only ever the weights of matrix products, to rewrite into
+  // its interleaved layout where its kernel set reads that faster (llama.cpp's "repack"); off:
+  // the CPU reads every weight from the file's mapping (--no-repack).
   bool repack = true;
 };
 
@@ -26,18 +28,17 @@ class Model {
   const ggl::GgufFile& file() const { return *file_; }
   std::shared_ptr<const ggl::GgufFile> shared_file() const { return file_; }
   const Hparams& hparams() const { return hparams_; }
-  // The weights the CPU reads (interleaved where repacked).
-  const ModelWeights& weights() const { return interleaved_ ? interleaved_->weights() : weights_; }
-  // The weights as the file holds them (for a device backend, which takes the file's types).
-  const ModelWeights& file_weights() const { return weights_; }
-  // The matrices rewritten at load (nullptr: none).
-  const InterleavedWeights* interleaved() const { return interleaved_.get(); }
+  // The weights as the file holds them: what every graph is built from.
+  const ModelWeights& weights() const { return weights_; }
+  // The CPU's copies of some of them (nullptr: none). The file's pages of a copied matrix are
+  // released at load (they stay in the page cache), so the process holds one copy of each weight.
+  const std::shared_ptr<const ggl::PreparedWeights>& prepared_weights() const { return prepared_; }
 
  private:
   std::shared_ptr<const ggl::GgufFile> file_;
   Hparams hparams_;
   ModelWeights weights_;
-  std::unique_ptr<InterleavedWeights> interleaved_;
+  std::shared_ptr<const ggl::PreparedWeights> prepared_;
 };
 
 }  // namespace latte

@@ -39,7 +39,7 @@ std::vector<std::unique_ptr<ggl::Graph>> probe_graphs(const Model& model, const 
     batch.tokens = std::span<const int32_t>(tokens.data(), static_cast<size_t>(n));
     batch.n_past = n_past;
     batch.mla_path = path;
-    build_forward(*g, model, cache, batch, &model.file_weights());
+    build_forward(*g, model, cache, batch);
     out.push_back(std::move(g));
   };
   forward(1, 1, MlaMode::kAbsorb);
@@ -48,17 +48,17 @@ std::vector<std::unique_ptr<ggl::Graph>> probe_graphs(const Model& model, const 
     if (model.hparams().is_mla()) forward(n, 0, MlaMode::kNaive);
   }
   auto shift = std::make_unique<ggl::Graph>();
-  build_cache_rotation(*shift, cache, model.hparams(), model.file_weights(), 0, 1, -1);
+  build_cache_rotation(*shift, cache, model.hparams(), model.weights(), 0, 1, -1);
   out.push_back(std::move(shift));
   return out;
 }
 
 }  // namespace
 
-// Starts from the file's table (the device takes the file's types); the entries that stay on the
-// CPU are then the CPU's (interleaved where the model was repacked).
+// The device takes the file's types and bytes; the entries left in the file's mapping are the
+// CPU's, which reads its own copies of those it rewrote at load (Model::prepared_weights).
 DeviceWeights::DeviceWeights(const Model& model, ggl::Backend& device, const std::set<std::string>& names)
-    : weights_(model.file_weights()) {
+    : weights_(model.weights()) {
   std::map<WeightRef, const ggl::TensorInfo*> moved;
   size_t total = 0;
   for_each_weight(weights_, [&](WeightRef& w) {
@@ -67,10 +67,7 @@ DeviceWeights::DeviceWeights(const Model& model, ggl::Backend& device, const std
       total += aligned(w->nbytes);
     }
   });
-  if (moved.empty()) {
-    weights_ = model.weights();
-    return;
-  }
+  if (moved.empty()) return;
   buffer_ = device.allocate(total);
   size_t at = 0;
   for (auto& [from, to] : moved) {
@@ -81,16 +78,8 @@ DeviceWeights::DeviceWeights(const Model& model, ggl::Backend& device, const std
     to = &copy;
   }
   device.synchronize();
-  ModelWeights cpu = model.weights();
-  std::vector<WeightRef*> cpu_slots;
-  for_each_weight(cpu, [&](WeightRef& w) { cpu_slots.push_back(&w); });
-  size_t slot = 0;
   for_each_weight(weights_, [&](WeightRef& w) {
-    if (const auto it = moved.find(w); w && it != moved.end())
-      w = it->second;
-    else
-      w = *cpu_slots[slot];
-    ++slot;
+    if (const auto it = moved.find(w); w && it != moved.end()) w = it->second;
   });
 }
 

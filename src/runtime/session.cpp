@@ -48,12 +48,14 @@ Session::Session(const Model& model, SessionOptions options) : model_(model), op
       cache_ = std::make_unique<KvCache>(hp, options_.n_ctx, options_.cache_type,
                                          cache_devices(plan.placement, hp.n_layer, device));
       offload_ = std::move(plan);
-      return;
     }
   }
-  // Everything on the CPU: the backend alone, no scheduler.
-  backend_ = ggl::make_backend({.n_threads = options_.n_threads});
-  cache_ = std::make_unique<KvCache>(hp, options_.n_ctx, options_.cache_type);
+  if (!backend_) {  // everything on the CPU: the backend alone, no scheduler
+    backend_ = ggl::make_backend({.n_threads = options_.n_threads});
+    cache_ = std::make_unique<KvCache>(hp, options_.n_ctx, options_.cache_type);
+  }
+  // The matrices the CPU rewrote when the model was loaded, read in place of the file's.
+  backend_->use_prepared_weights(model.prepared_weights());
 }
 
 Session::~Session() = default;

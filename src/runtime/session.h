@@ -75,7 +75,8 @@ class Session {
   int64_t n_vocab() const { return model_.hparams().n_vocab; }
   const Model& model() const { return model_; }
   const KvCache& cache() const { return *cache_; }
-  // The weights the session's graphs read: the model's, with offloaded entries on the device.
+  // The weights the session's graphs are built from: the model's, with offloaded entries on the
+  // device (the CPU reads its rewritten copies in place of some of the others: Model::prepared_weights).
   const ModelWeights& weights() const { return weights_ ? weights_->weights() : model_.weights(); }
   // The placement in use, when a device holds anything (nullptr: everything on the CPU).
   const OffloadPlan* offload() const { return offload_ ? &*offload_ : nullptr; }

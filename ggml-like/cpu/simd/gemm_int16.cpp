@@ -167,7 +167,7 @@ bool supports(Type t, int64_t n) {
 }
 
 void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, void* panel) {
-  if (t == Type::Q6_K_R8) {  // back to plain rows first (prefill only; `rows` whole groups of 8)
+  if (t == kQ6_K_R8) {  // back to plain rows first (prefill only; `rows` whole groups of 8)
     thread_local std::vector<uint8_t> plain;
     plain.resize(rows * row_stride);
     for (int64_t g = 0; g < rows / kInterleavedRows; ++g)
@@ -186,9 +186,9 @@ void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64
 void multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, const void* const* columns,
                    float* const* y, int64_t n_cols) {
 #if GGL_ROWS8
-  if (t == Type::Q4_0_R8) return gemm_rows8::multiply_rows<Rows8Q4Format>(w, row_stride, rows, n, columns, y, n_cols);
-  if (t == Type::Q8_0_R8) return gemm_rows8::multiply_rows<Rows8Q8Format>(w, row_stride, rows, n, columns, y, n_cols);
-  if (t == Type::Q6_K_R8) return gemm_rows8::multiply_rows<Rows8Q6Format>(w, row_stride, rows, n, columns, y, n_cols);
+  if (t == kQ4_0_R8) return gemm_rows8::multiply_rows<Rows8Q4Format>(w, row_stride, rows, n, columns, y, n_cols);
+  if (t == kQ8_0_R8) return gemm_rows8::multiply_rows<Rows8Q8Format>(w, row_stride, rows, n, columns, y, n_cols);
+  if (t == kQ6_K_R8) return gemm_rows8::multiply_rows<Rows8Q6Format>(w, row_stride, rows, n, columns, y, n_cols);
 #endif
 #if GGL_INT16_UNPACK
   if (unpack16::with_kind(t, [&]<class Kind>() {

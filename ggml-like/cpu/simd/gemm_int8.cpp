@@ -66,7 +66,7 @@ size_t panel_bytes(int64_t n) { return n / kBlock * gemm_panel::PanelBlock<Forma
 
 bool supports(Type t, int64_t n) {
   // Of the interleaved types, Q4_0_R8 only: Q8_0 weights keep 16-bit activations everywhere.
-  const bool interleaved = t == Type::Q4_0_R8 && gemm_rows8::takes(t);
+  const bool interleaved = t == kQ4_0_R8 && gemm_rows8::takes(t);
   return int_gemm_enabled() && (t == Type::Q4_0 || t == Type::Q4_1 || interleaved) && n > 0 && n % kBlock == 0;
 }
 
@@ -126,7 +126,7 @@ struct Rows8Format : Format {  // Format's column and view
 void multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, const void* const* columns,
                    float* const* y, int64_t n_cols) {
 #if GGL_ROWS8
-  if (t == Type::Q4_0_R8) return gemm_rows8::multiply_rows<Rows8Format>(w, row_stride, rows, n, columns, y, n_cols);
+  if (t == kQ4_0_R8) return gemm_rows8::multiply_rows<Rows8Format>(w, row_stride, rows, n, columns, y, n_cols);
 #endif
   gemm_rows::multiply_rows<RowsFormat>(t, w, row_stride, rows, n, columns, y, n_cols);
 }

@@ -270,7 +270,7 @@ void check_interleaved(const Api& api, Path path, Type t) {
 }
 
 TEST_P(PerKernelSet, Int16InterleavedRowsMatchExactProductWithinActivationRounding) {
-  for (Type t : {Type::Q4_0_R8, Type::Q8_0_R8}) {
+  for (Type t : {ggl::kQ4_0_R8, ggl::kQ8_0_R8}) {
     check_interleaved(int16(), Path::kRows, t);
     check_interleaved(int16(), Path::kPanels, t);
   }
@@ -279,7 +279,7 @@ TEST_P(PerKernelSet, Int16InterleavedRowsMatchExactProductWithinActivationRoundi
 // Q6_K rows interleaved 8 at a time: one super-block and several, one group and many (more than
 // one 128 KiB walk), one column and the few of a short batch, and panels.
 TEST_P(PerKernelSet, Int16InterleavedQ6_KRowsMatchExactProductWithinActivationRounding) {
-  const Type t = Type::Q6_K_R8;
+  const Type t = ggl::kQ6_K_R8;
   uint32_t seed = 5000;
   for (Path path : {Path::kRows, Path::kPanels})
     for (const Case& k : {Case{t, 8, 256, 1}, Case{t, 16, 512, 3}, Case{t, 40, 2048, 1}, Case{t, 600, 2048, 1},
@@ -288,8 +288,8 @@ TEST_P(PerKernelSet, Int16InterleavedQ6_KRowsMatchExactProductWithinActivationRo
 }
 
 TEST_P(PerKernelSet, Int8InterleavedRowsMatchExactProductWithinActivationRounding) {
-  check_interleaved(int8(), Path::kRows, Type::Q4_0_R8);
-  check_interleaved(int8(), Path::kPanels, Type::Q4_0_R8);
+  check_interleaved(int8(), Path::kRows, ggl::kQ4_0_R8);
+  check_interleaved(int8(), Path::kPanels, ggl::kQ4_0_R8);
 }
 
 // The largest sums the interleaved rows path adds up (in 16 bits where the set has no VNNI,
@@ -319,10 +319,10 @@ void check_largest_products(const Api& ig, Type t, int quant, float value) {
 }
 
 TEST_P(PerKernelSet, InterleavedRowsLargestProductsDoNotOverflow) {
-  if (!int16().supports(Type::Q4_0_R8, 256)) GTEST_SKIP() << "this kernel set does not take interleaved rows";
-  for (const Api* ig : {&int16(), &int8()}) check_largest_products<ggl::BlockQ4_0>(*ig, Type::Q4_0_R8, 0xFF, 7.0f);
-  check_largest_products<ggl::BlockQ8_0>(int16(), Type::Q8_0_R8, 127, 127.0f);
-  check_largest_products<ggl::BlockQ8_0>(int16(), Type::Q8_0_R8, -127, -127.0f);
+  if (!int16().supports(ggl::kQ4_0_R8, 256)) GTEST_SKIP() << "this kernel set does not take interleaved rows";
+  for (const Api* ig : {&int16(), &int8()}) check_largest_products<ggl::BlockQ4_0>(*ig, ggl::kQ4_0_R8, 0xFF, 7.0f);
+  check_largest_products<ggl::BlockQ8_0>(int16(), ggl::kQ8_0_R8, 127, 127.0f);
+  check_largest_products<ggl::BlockQ8_0>(int16(), ggl::kQ8_0_R8, -127, -127.0f);
 }
 
 // Q6_K_R8's largest sums: every quant 0 (value -32) times the scale -128, so each weight is 4096,
@@ -330,13 +330,13 @@ TEST_P(PerKernelSet, InterleavedRowsLargestProductsDoNotOverflow) {
 // two halves add up to 2147352576 in the int32 lanes.
 TEST_P(PerKernelSet, InterleavedQ6_KLargestProductsDoNotOverflow) {
   constexpr int64_t n = 512, rows = 16;
-  if (!int16().supports(Type::Q6_K_R8, n)) GTEST_SKIP() << "this kernel set does not take interleaved Q6_K rows";
+  if (!int16().supports(ggl::kQ6_K_R8, n)) GTEST_SKIP() << "this kernel set does not take interleaved Q6_K rows";
   ggl::BlockQ6_K block{};
   block.d = ggl::f32_to_fp16(1.0f);
   std::fill(std::begin(block.scales), std::end(block.scales), int8_t{-128});
   const std::vector<ggl::BlockQ6_K> plain(rows * n / 256, block);
   std::vector<uint8_t> w(plain.size() * sizeof block);
-  ggl::interleave_rows(Type::Q6_K_R8, reinterpret_cast<const uint8_t*>(plain.data()), w.data(), rows, n);
+  ggl::interleave_rows(ggl::kQ6_K_R8, reinterpret_cast<const uint8_t*>(plain.data()), w.data(), rows, n);
   for (float sign : {1.0f, -1.0f}) {
     const std::vector<float> x(n, sign);
     Aligned<uint8_t> column(int16().column_bytes(n));
@@ -344,7 +344,7 @@ TEST_P(PerKernelSet, InterleavedQ6_KLargestProductsDoNotOverflow) {
     std::vector<float> y(rows);
     const void* xs[] = {column.get()};
     float* ys[] = {y.data()};
-    int16().multiply_rows(Type::Q6_K_R8, w.data(), ggl::row_bytes(Type::Q6_K_R8, n), rows, n, xs, ys, 1);
+    int16().multiply_rows(ggl::kQ6_K_R8, w.data(), ggl::row_bytes(ggl::kQ6_K_R8, n), rows, n, xs, ys, 1);
     for (int64_t r = 0; r < rows; ++r) ASSERT_FLOAT_EQ(y[r], 4096.0f * n * sign) << "row " << r;
   }
 }
@@ -377,7 +377,7 @@ TEST_P(PerKernelSet, Int16TakesWholeBlocksOfTheUnpackedTypes) {
 
 TEST_P(PerKernelSet, Int8TakesOnlyFourBitWeights) {
   EXPECT_FALSE(int8().supports(Type::Q8_0, 64));
-  EXPECT_FALSE(int8().supports(Type::Q8_0_R8, 64));
+  EXPECT_FALSE(int8().supports(ggl::kQ8_0_R8, 64));
   EXPECT_FALSE(int8().supports(Type::F16, 64));
 }
 
