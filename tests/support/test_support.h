@@ -28,6 +28,16 @@ inline std::filesystem::path latte_binary() {
 }
 inline std::filesystem::path test_data_dir() { return LATTE_TEST_DATA_DIR; }
 
+// A path in single quotes for a shell command line. Appended piece by piece: GCC 12 warns
+// (-Wrestrict, a false positive of its std::string operator+ with a literal on the left) on
+// "'" + p.string() + "'", and CI builds with -Werror.
+inline std::string shell_quoted(const std::filesystem::path& p) {
+  std::string s = "'";
+  s += p.string();
+  s += '\'';
+  return s;
+}
+
 struct CommandResult {
   int exit_code = -1;
   std::string out;  // stdout and stderr, interleaved as the shell merges them

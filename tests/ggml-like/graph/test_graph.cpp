@@ -607,7 +607,7 @@ TEST(Graph, PlansAreReusedForGraphsOfTheSameShape) {
   std::vector<float> x = random_floats(64 * 10, 25);
   ggl::PlanCache cache;
   auto build = [&](Graph& g, int64_t rows) {
-    Tensor* t = g.view(f32_tensor(g, x, {64, 10}, "x"), {64, rows, 1, 1}, {4, 256, 256 * rows, 256 * rows}, 0);
+    Tensor* t = g.view(f32_tensor(g, x, {64, 10}, "x"), {64, rows, 1, 1}, {4, 256, static_cast<size_t>(256 * rows), static_cast<size_t>(256 * rows)}, 0);
     g.mark_output(g.scale(g.sum_rows(t), 2.0f));
   };
   Graph a, b, c;

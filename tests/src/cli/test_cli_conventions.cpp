@@ -37,7 +37,7 @@ fs::path write_file(const std::string& name, const std::string& text) {
   std::ofstream(p, std::ios::binary) << text;
   return p;
 }
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+std::string q(const fs::path& p) { return latte::testing::shell_quoted(p); }
 
 // stderr without the run summary line (which has timings), so notes can be compared exactly.
 std::string without_summary(const std::string& err) {

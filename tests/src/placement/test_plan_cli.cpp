@@ -15,7 +15,7 @@ using latte::testing::run_latte_apart;
 using latte::testing::shared_dir;
 
 constexpr const char* kModel = "fixtures/ds2-lite-27l-q8_0.gguf";
-std::string model() { return "'" + (shared_dir() / kModel).string() + "'"; }
+std::string model() { return latte::testing::shell_quoted(shared_dir() / kModel); }
 
 TEST(PlanCli, TablesForLlamaCppFlags) {
   LATTE_REQUIRE_SHARED(kModel);
@@ -111,8 +111,9 @@ TEST(PlanCli, SystemNamesTheGpusOrWhyNone) {
   const auto r = run_latte("info --system");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("\ngpu:           "), std::string::npos) << r.out;
-  if (!ggl::built_with_gpu())
+  if (!ggl::built_with_gpu()) {
     EXPECT_NE(r.out.find("gpu:           none (built without CUDA)"), std::string::npos) << r.out;
+  }
 }
 
 }  // namespace
