@@ -518,6 +518,8 @@ TEST(Graph, FlashAttnMhaPrefillOnIntegersMatchesNaiveAttention) {
       Tensor* out = g.flash_attn(f32_tensor(g, q, {Dk, H, T}, "q"), f32_tensor(g, k, {Dk, H, N}, "k"),
                                  f32_tensor(g, v, {Dv, H, N}, "v"), g.input_i32(pos, "pos"), 0.1f);
       if (int_paths && !ggl::attention_int16_applies(*out)) {
+        EXPECT_FALSE(latte::testing::set_should_have(set.isa, latte::testing::IntPath::kMhaInt16))
+            << set.isa << " has no integer MHA kernel, which it is meant to have";
         std::printf("[note] kernel set %s has no integer MHA kernel: only its float kernel is checked\n", set.isa);
         continue;
       }
@@ -567,6 +569,9 @@ TEST_P(AbsorbedAttention, ReadsValuesInsideKeys) {
     for (bool int_paths : {true, false}) {
       const IntGemmSwitch path(int_paths);
       if (int_paths && !ggl::attention_int16_applies(*out)) {
+        // The grouped-head integer kernel takes 32 or more heads (docs/cpu-kernels.md).
+        EXPECT_FALSE(c.H >= 32 && latte::testing::set_should_have(set.isa, latte::testing::IntPath::kGroupedInt16))
+            << set.isa << " has no integer kernel for " << c.H << " heads, which it is meant to have";
         std::printf("[note] kernel set %s takes the float kernel for %lld heads\n", set.isa,
                     static_cast<long long>(c.H));
         continue;

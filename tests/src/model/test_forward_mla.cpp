@@ -90,6 +90,8 @@ TEST_P(MlaFixture, AbsorbedAndNaiveAttentionAgree) {
   latte::testing::for_each_kernel_set([&](const ggl::CpuKernels& set) {
     for (bool integer : {false, true}) {
       if (integer && !set.int16->supports(ggl::Type::Q8_0, 32)) {
+        EXPECT_FALSE(latte::testing::set_should_have(set.isa, latte::testing::IntPath::kInt16Gemm))
+            << set.isa << " has no 16-bit integer GEMM, which it is meant to have";
         std::printf("[note] kernel set %s has no integer GEMM: integer runs left out\n", set.isa);
         continue;
       }
