@@ -13,6 +13,7 @@
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/cpu/interleaved.h"
 #include "ggml-like/cpu/kernel_set.h"
+#include "ggml-like/cpu/path_counts.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include "ggml-like/cpu/arch/x86/cpu_features.h"
@@ -26,9 +27,10 @@
 #ifndef GGL_ISA_LIST
 #error "GGL_ISA_LIST names the kernel sets of this build (CMakeLists.txt)"
 #endif
-#define X(isa)                      \
-  namespace ggl::isa {              \
-  extern const CpuKernels kKernels; \
+#define X(isa)                            \
+  namespace ggl::isa {                    \
+  extern const CpuKernels kKernels;       \
+  extern CpuPathCounters g_path_counters; \
   }
 GGL_ISA_LIST
 #undef X
@@ -115,6 +117,18 @@ std::string describe_cpu_kernels(const CpuKernels& k) {
   if (k.mha_int16_takes(128, 128)) add("integer MHA attention");
   if (k.grouped_int16_takes(576, 512, 128)) add("integer MLA attention");
   return std::string(k.isa) + " kernels: " + (paths.empty() ? "float32 paths only" : paths);
+}
+
+CpuPathCounts cpu_path_counts(const CpuKernels& k) {
+  CpuPathCounts counts;
+  const CpuPathCounters* own = nullptr;
+#define X(isa) \
+  if (&k == &isa::kKernels) own = &isa::g_path_counters;
+  GGL_ISA_LIST
+#undef X
+  if (own != nullptr)
+    for (size_t i = 0; i < kCpuPathCount; ++i) counts.n[i] = (*own)[i].load(std::memory_order_relaxed);
+  return counts;
 }
 
 // ---- The ggl:: entry points, forwarding to the table in use. ----

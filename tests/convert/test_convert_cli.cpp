@@ -26,7 +26,7 @@ const char* kHf = "models/tiny-mla-stories-hf";
 const char* kRefF32 = "models/tiny-mla-stories-f32.gguf";
 const char* kRefQ8 = "models/tiny-mla-stories-q8_0.gguf";
 
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+std::string q(const fs::path& p) { return latte::testing::shell_quoted(p); }
 
 // Converts the shared HF checkpoint once per argument set; returns the output path.
 std::string convert_stories(const std::string& args, const std::string& out_name) {
@@ -50,8 +50,11 @@ void expect_same_metadata(const ggl::GgufFile& got, const ggl::GgufFile& ref, co
     ASSERT_NE(v, nullptr) << "missing key " << key;
     EXPECT_TRUE(same_value(*v, value)) << "key " << key << " differs";
   }
-  for (const auto& [key, value] : got.metadata().entries())
-    if (!ref.metadata().has(key)) EXPECT_TRUE(allowed_extra.count(key)) << "unexpected key " << key;
+  for (const auto& [key, value] : got.metadata().entries()) {
+    if (!ref.metadata().has(key)) {
+      EXPECT_TRUE(allowed_extra.count(key)) << "unexpected key " << key;
+    }
+  }
 }
 
 void expect_same_tensors(const ggl::GgufFile& got, const ggl::GgufFile& ref) {
@@ -236,8 +239,9 @@ TEST(ConvertStories, TokenizerMatchesReferenceOnVocabTestTexts) {
   auto b = latte::Tokenizer::from_gguf(ref);
   size_t n = 0;
   for (const char* vocab : {"ggml-vocab-llama-spm", "ggml-vocab-deepseek-llm", "ggml-vocab-gpt-2"}) {
-    const fs::path inp = shared_dir() / "vocab" / (std::string(vocab) + ".gguf.inp");
-    if (!fs::exists(inp)) continue;
+    const std::string inp_rel = "vocab/" + std::string(vocab) + ".gguf.inp";
+    LATTE_REQUIRE_SHARED(inp_rel);
+    const fs::path inp = shared_dir() / inp_rel;
     for (const std::string& text : read_vocab_texts(inp)) {
       for (bool special : {false, true}) {
         EXPECT_EQ(a->encode(text, false, special), b->encode(text, false, special)) << text;

@@ -212,9 +212,11 @@ TEST(ConvertTokenizer, LlamaSentencePieceBpeWithByteFallback) {
   EXPECT_FALSE(md.has("tokenizer.ggml.add_space_prefix"));
   // Scores are rebuilt from the merge order: the same ranking of the pieces that merges form.
   auto scores = md.get<std::vector<float>>("tokenizer.ggml.scores");
-  for (size_t i = 1; i < merges.size(); ++i)
-    if (merges[i - 1].id != merges[i].id && merges[i - 1].score > merges[i].score)
+  for (size_t i = 1; i < merges.size(); ++i) {
+    if (merges[i - 1].id != merges[i].id && merges[i - 1].score > merges[i].score) {
       ASSERT_GT(scores[merges[i - 1].id], scores[merges[i].id]) << v.tokens[merges[i].id];
+    }
+  }
   expect_test_vectors(md, "ggml-vocab-llama-spm");
 }
 

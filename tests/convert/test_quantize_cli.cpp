@@ -17,7 +17,7 @@ using latte::testing::shared_dir;
 
 const char* kF32 = "fixtures/ds2-v2-tiny-f32.gguf";
 
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+std::string q(const fs::path& p) { return latte::testing::shell_quoted(p); }
 
 fs::path quantize(const fs::path& in, const std::string& type, const std::string& extra, const std::string& name) {
   const fs::path out = fs::path(::testing::TempDir()) / name;
@@ -107,7 +107,9 @@ TEST(QuantizeCli, TensorRules) {
     for (const ggl::TensorInfo& t : got.tensors()) {
       const bool stays_f32 = t.n_dims == 1 || t.name.find("ffn_gate_inp") != std::string::npos;
       EXPECT_EQ(t.type, stays_f32 ? ggl::Type::F32 : want) << type << " " << t.name;
-      if (stays_f32) EXPECT_TRUE(same_bytes(t, tensor(in, t.name))) << t.name;
+      if (stays_f32) {
+        EXPECT_TRUE(same_bytes(t, tensor(in, t.name))) << t.name;
+      }
     }
   }
 }

@@ -94,7 +94,7 @@ TEST(Safetensors, SixteenBitDataAtAnOddAddress) {
 TEST(Safetensors, ShardedCheckpoint) {
   HfWeights w;
   Rng rng(3);
-  for (int i = 0; i < 7; ++i) w.add("t" + std::to_string(i), random_matrix(rng, 3, 5));
+  for (int i = 0; i < 7; ++i) w.add(std::string("t") + std::to_string(i), random_matrix(rng, 3, 5));
   const fs::path dir = fresh_dir("st-sharded");
   write_checkpoint(dir, json{{"architectures", {"X"}}}, w, Dtype::F16, 3);
   SafetensorsCheckpoint ck(dir.string());
@@ -136,7 +136,7 @@ TEST(Safetensors, SingleFileCheckpointAndMissingWeights) {
 TEST(Safetensors, IndexErrors) {
   HfWeights w;
   Rng rng(4);
-  for (int i = 0; i < 4; ++i) w.add("t" + std::to_string(i), random_matrix(rng, 2, 2));
+  for (int i = 0; i < 4; ++i) w.add(std::string("t") + std::to_string(i), random_matrix(rng, 2, 2));
   const fs::path dir = fresh_dir("st-index");
   write_checkpoint(dir, json::object(), w, Dtype::F32, 2);
   auto expect_fail = [&](const json& index, const std::string& expected) {

@@ -5,6 +5,8 @@
 
 namespace ggl::GGL_ISA {
 
+CpuPathCounters g_path_counters{};
+
 size_t node_work_bytes(const Tensor& node, int n_threads) {
   switch (node.op) {
     case Op::kMulMat: return cpu_mul_mat_work(node, n_threads);
@@ -17,6 +19,7 @@ size_t node_work_bytes(const Tensor& node, int n_threads) {
 }
 
 void run_node(const Tensor& node, const CpuThread& th) {
+  count_path(CpuPath::kNode, th);
   switch (node.op) {
     case Op::kLeaf:
     case Op::kView: return;

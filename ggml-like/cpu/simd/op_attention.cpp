@@ -365,7 +365,10 @@ void cpu_flash_attn(const Tensor& dst, const CpuThread& th) {
   const Scratch s = scratch_for(d, th);
   const int64_t items = d.T * d.Hkv;
 
-  if (attention_int16_applies(dst)) return attention_int16(dst, th);
+  if (attention_int16_applies(dst)) {
+    count_path(CpuPath::kAttentionInt16, th);
+    return attention_int16(dst, th);
+  }
 #if defined(GGL_ATTN_WIDE)
   // MHA prefill: blocks of 32 consecutive tokens of one head share every key row. Items are
   // dealt round-robin: later token blocks see more keys, so contiguous ranges would not balance.

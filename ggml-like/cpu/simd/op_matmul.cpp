@@ -77,6 +77,14 @@ const IntGemm* int_gemm_for(const Tensor& w, const Tensor& x, bool routed_expert
 
 bool takes_panels(const IntGemm& gemm, int64_t cols) { return gemm.pack_panel != nullptr && cols >= kIntGemmMinCols; }
 
+// The path a product on `gemm` counts as (path_counts.h).
+CpuPath path_of(const IntGemm& gemm) {
+  if (&gemm == &kInt8Gemm) return CpuPath::kInt8Gemm;
+  if (&gemm == &kInt8KGemm) return CpuPath::kInt8KRows;
+  if (&gemm == &kInt8B32Gemm) return CpuPath::kInt8B32Rows;
+  return CpuPath::kInt16Gemm;
+}
+
 // The integer path of a product: the team quantizes the activation columns into the shared work
 // area, then each thread multiplies its own weight panels or rows by every column.
 const IntGemm* int_gemm_for_mul_mat(const Tensor& dst) {
@@ -134,6 +142,7 @@ void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
   const int64_t K = w.ne[0], N = w.ne[1], M = x.ne[1];
   // Every activation column of every batch quantized once; column (c, batch xb) at xb * M + c.
   const IntGemm* gemm = int_gemm_for_mul_mat(dst);
+  if (gemm) count_path(path_of(*gemm), th);
   uint8_t* columns = th.work;
   const size_t cb = gemm ? gemm->column_bytes(K) : 0;
   if (gemm)
@@ -226,8 +235,9 @@ void cpu_mul_mat_t(const Tensor& dst, const CpuThread& th) {
         ys[c] = y + (m0 + c) * N + n0;
         std::memset(ys[c], 0, len * sizeof(float));
       }
-      if (!int_gemm_enabled() || !add_weighted_rows_int16(w.type, wb, w.nb[1], K, len, a, ys, cols))
-        add_weighted_rows(w.type, wb, w.nb[1], K, len, a, ys, cols);
+      const bool integer = int_gemm_enabled() && add_weighted_rows_int16(w.type, wb, w.nb[1], K, len, a, ys, cols);
+      if (!integer) add_weighted_rows(w.type, wb, w.nb[1], K, len, a, ys, cols);
+      if (integer && item == i0 && m0 == 0) count_path(CpuPath::kTransposedInt16, th);
     }
   }
 }
@@ -278,6 +288,7 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
   const int64_t K = w.ne[0], N = w.ne[1], E = w.ne[2];
   const int64_t k_used = ids.ne[0], T = ids.ne[1], S = x.ne[1];
   const IdLayout l = id_layout(dst);
+  if (l.gemm) count_path(path_of(*l.gemm), th);
   uint8_t* columns = th.work;  // column (slot s, token t) at s + S * t
   if (l.gemm) quantize_columns(*l.gemm, K, S * T, [&](int64_t c) { return x.f32_row(c % S, c / S); }, columns, th);
   uint8_t* mine = th.work + l.shared + static_cast<size_t>(th.ith) * l.per_thread;

@@ -19,6 +19,7 @@
 #include "ggml-like/cpu/op_thread.h"
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/cpu/kernel_set.h"
+#include "ggml-like/cpu/path_counts.h"
 
 namespace ggl::GGL_ISA {
 
@@ -88,5 +89,13 @@ extern const IntGemm kInt8B32Gemm;
 
 // kernels.cpp: this set's table.
 extern const CpuKernels kKernels;
+
+// node.cpp: this set's counts of the nodes it ran and the integer paths they took
+// (path_counts.h), and counting one node on a path: every thread of the team calls it, the first
+// counts.
+extern CpuPathCounters g_path_counters;
+inline void count_path(CpuPath p, const CpuThread& th) {
+  if (th.ith == 0) g_path_counters[static_cast<size_t>(p)].fetch_add(1, std::memory_order_relaxed);
+}
 
 }  // namespace ggl::GGL_ISA

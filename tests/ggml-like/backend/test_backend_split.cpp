@@ -210,6 +210,7 @@ TEST(BackendSplit, TheRegistryOffersTheCpuLast) {
 // device: the logits equal the CPU's, and the activations crossing per token are those of the
 // placement boundaries.
 TEST(BackendSplit, ModelLayerOnDeviceMatchesCpu) {
+  LATTE_REQUIRE_SHARED("fixtures/ds2-v2-tiny-f32.gguf");
   const auto path = latte::testing::shared_dir() / "fixtures/ds2-v2-tiny-f32.gguf";
   const latte::Model model(path.string());
   const std::vector<int32_t> tokens = {1, 5, 9, 200, 17, 3};

@@ -1,6 +1,7 @@
 // The integer GEMMs (int_gemm.h) of every kernel set this build has and this CPU runs (kernel_set.h),
 // through panels (prefill) and straight from the rows (decode), against dequantize-then-multiply
-// in double precision. The only error they may add is the rounding of each activation to
+// in double precision. A set without a path skips its tests, naming it, where it is not meant to
+// have it (tests/support/kernel_sets.h) and fails them where it is. The only error they may add is the rounding of each activation to
 // 16 (8) bits (at most half a step of its block's scale, amax / 32767 (127)) plus float
 // accumulation, and the bound below is exactly that: a wrong lane, pair, scale, min or zero point
 // in a kernel is far outside it.
@@ -19,6 +20,7 @@
 #include "ggml-like/quant/kquants.h"
 #include "ggml-like/quant/legacy.h"
 #include "ggml-like/quant/quant.h"
+#include "tests/support/kernel_sets.h"
 #include "tests/support/random_floats.h"
 
 namespace {
@@ -26,6 +28,7 @@ namespace {
 using ggl::Type;
 
 using Api = ggl::IntGemm;
+using latte::testing::IntPath;
 
 template <class T>
 struct Aligned {
@@ -75,7 +78,8 @@ double value_min(Type t, const uint8_t* row, int64_t i) {
 }
 
 void check(const Api& ig, Path path, const Case& k, uint32_t seed) {
-  if (!ig.supports(k.type, k.n)) GTEST_SKIP() << "this kernel set has no " << ig.name << " GEMM: the float path is used";
+  // The tests call this only for a set with the path (LATTE_REQUIRE_INT_PATH).
+  ASSERT_TRUE(ig.supports(k.type, k.n)) << ig.name << " " << ggl::type_name(k.type) << " n " << k.n;
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   // Every Q4_1 row offset: its min takes part throughout. An interleaved type's rows are made as
@@ -181,34 +185,48 @@ void check_unpacked(const Api& api, Path path) {
 // Every runnable kernel set, by name.
 class PerKernelSet : public ::testing::TestWithParam<const ggl::CpuKernels*> {
  protected:
+  const ggl::CpuKernels& set() const { return *GetParam(); }
   const Api& int16() const { return *GetParam()->int16; }
   const Api& int8() const { return *GetParam()->int8; }
+  // Whether the set has each path, by one type it takes.
+  bool has_int16() const { return int16().supports(Type::Q4_0, 32); }
+  bool has_int8() const { return int8().supports(Type::Q4_0, 32); }
+  bool has_unpacked() const { return int16().supports(Type::Q4_K, 256); }
 };
 
 TEST_P(PerKernelSet, Int16MatchesExactProductWithinActivationRounding) {
+  LATTE_REQUIRE_INT_PATH(set(), IntPath::kInt16Gemm, has_int16());
   check_shapes(int16(), {Type::Q4_0, Type::Q4_1, Type::Q8_0});
 }
 
-TEST_P(PerKernelSet, Int8MatchesExactProductWithinActivationRounding) { check_shapes(int8(), {Type::Q4_0, Type::Q4_1}); }
+TEST_P(PerKernelSet, Int8MatchesExactProductWithinActivationRounding) {
+  LATTE_REQUIRE_INT_PATH(set(), IntPath::kInt8Gemm, has_int8());
+  check_shapes(int8(), {Type::Q4_0, Type::Q4_1});
+}
 
 TEST_P(PerKernelSet, Int16RowsPathMatchesExactProductWithinActivationRounding) {
+  LATTE_REQUIRE_INT_PATH(set(), IntPath::kInt16Gemm, has_int16());
   check_row_shapes(int16(), {Type::Q4_0, Type::Q4_1, Type::Q8_0});
 }
 
 TEST_P(PerKernelSet, Int8RowsPathMatchesExactProductWithinActivationRounding) {
+  LATTE_REQUIRE_INT_PATH(set(), IntPath::kInt8Gemm, has_int8());
   check_row_shapes(int8(), {Type::Q4_0, Type::Q4_1});
 }
 
 TEST_P(PerKernelSet, Int16PanelAndRowTails) {
+  LATTE_REQUIRE_INT_PATH(set(), IntPath::kInt16Gemm, has_int16());
   check_tails(int16(), Path::kPanels, {Type::Q4_0, Type::Q4_1, Type::Q8_0});
   check_tails(int16(), Path::kRows, {Type::Q4_0, Type::Q4_1, Type::Q8_0});
 }
 
 TEST_P(PerKernelSet, Int16UnpackedTypesPanelsMatchExactProductWithinActivationRounding) {
+  LATTE_REQUIRE_INT_PATH(set(), IntPath::kInt16Unpacked, has_unpacked());
   check_unpacked(int16(), Path::kPanels);
 }
 
 TEST_P(PerKernelSet, Int16UnpackedTypesRowsMatchExactProductWithinActivationRounding) {
+  LATTE_REQUIRE_INT_PATH(set(), IntPath::kInt16Unpacked, has_unpacked());
   check_unpacked(int16(), Path::kRows);
 }
 
@@ -218,7 +236,7 @@ TEST_P(PerKernelSet, Int16UnpackedTypesRowsMatchExactProductWithinActivationRoun
 TEST_P(PerKernelSet, Int16Q6KLargestWeightsDoNotOverflow) {
   const Api& ig = int16();
   constexpr int64_t n = 512, rows = 35;
-  if (!ig.supports(Type::Q6_K, n)) GTEST_SKIP() << "this kernel set takes the float path for Q6_K";
+  LATTE_REQUIRE_INT_PATH(set(), IntPath::kInt16Unpacked, ig.supports(Type::Q6_K, n));
   ggl::BlockQ6_K block{};
   for (int8_t& sc : block.scales) sc = -128;
   block.d = ggl::f32_to_fp16(1.0f);  // every value (q = 0): 1 * -128 * (0 - 32) = 4096
@@ -270,6 +288,7 @@ void check_interleaved(const Api& api, Path path, Type t) {
 }
 
 TEST_P(PerKernelSet, Int16InterleavedRowsMatchExactProductWithinActivationRounding) {
+  LATTE_REQUIRE_INT_PATH(set(), IntPath::kInterleavedRows, int16().supports(ggl::kQ4_0_R8, 32));
   for (Type t : {ggl::kQ4_0_R8, ggl::kQ8_0_R8}) {
     check_interleaved(int16(), Path::kRows, t);
     check_interleaved(int16(), Path::kPanels, t);
@@ -279,6 +298,7 @@ TEST_P(PerKernelSet, Int16InterleavedRowsMatchExactProductWithinActivationRoundi
 // Q6_K rows interleaved 8 at a time: one super-block and several, one group and many (more than
 // one 128 KiB walk), one column and the few of a short batch, and panels.
 TEST_P(PerKernelSet, Int16InterleavedQ6_KRowsMatchExactProductWithinActivationRounding) {
+  LATTE_REQUIRE_INT_PATH(set(), IntPath::kInterleavedRows, int16().supports(ggl::kQ6_K_R8, 256));
   const Type t = ggl::kQ6_K_R8;
   uint32_t seed = 5000;
   for (Path path : {Path::kRows, Path::kPanels})
@@ -288,6 +308,7 @@ TEST_P(PerKernelSet, Int16InterleavedQ6_KRowsMatchExactProductWithinActivationRo
 }
 
 TEST_P(PerKernelSet, Int8InterleavedRowsMatchExactProductWithinActivationRounding) {
+  LATTE_REQUIRE_INT_PATH(set(), IntPath::kInterleavedRows, int8().supports(ggl::kQ4_0_R8, 32));
   check_interleaved(int8(), Path::kRows, ggl::kQ4_0_R8);
   check_interleaved(int8(), Path::kPanels, ggl::kQ4_0_R8);
 }
@@ -298,7 +319,7 @@ TEST_P(PerKernelSet, Int8InterleavedRowsMatchExactProductWithinActivationRoundin
 template <class Block>
 void check_largest_products(const Api& ig, Type t, int quant, float value) {
   constexpr int64_t n = 256, rows = 16;
-  if (!ig.supports(t, n)) return;
+  ASSERT_TRUE(ig.supports(t, n)) << ig.name << " " << ggl::type_name(t);
   Block block{};
   block.d = ggl::f32_to_fp16(1.0f);
   std::fill(std::begin(block.qs), std::end(block.qs), static_cast<std::remove_cvref_t<decltype(block.qs[0])>>(quant));
@@ -319,7 +340,7 @@ void check_largest_products(const Api& ig, Type t, int quant, float value) {
 }
 
 TEST_P(PerKernelSet, InterleavedRowsLargestProductsDoNotOverflow) {
-  if (!int16().supports(ggl::kQ4_0_R8, 256)) GTEST_SKIP() << "this kernel set does not take interleaved rows";
+  LATTE_REQUIRE_INT_PATH(set(), IntPath::kInterleavedRows, int16().supports(ggl::kQ4_0_R8, 256));
   for (const Api* ig : {&int16(), &int8()}) check_largest_products<ggl::BlockQ4_0>(*ig, ggl::kQ4_0_R8, 0xFF, 7.0f);
   check_largest_products<ggl::BlockQ8_0>(int16(), ggl::kQ8_0_R8, 127, 127.0f);
   check_largest_products<ggl::BlockQ8_0>(int16(), ggl::kQ8_0_R8, -127, -127.0f);
@@ -330,7 +351,7 @@ TEST_P(PerKernelSet, InterleavedRowsLargestProductsDoNotOverflow) {
 // two halves add up to 2147352576 in the int32 lanes.
 TEST_P(PerKernelSet, InterleavedQ6_KLargestProductsDoNotOverflow) {
   constexpr int64_t n = 512, rows = 16;
-  if (!int16().supports(ggl::kQ6_K_R8, n)) GTEST_SKIP() << "this kernel set does not take interleaved Q6_K rows";
+  LATTE_REQUIRE_INT_PATH(set(), IntPath::kInterleavedRows, int16().supports(ggl::kQ6_K_R8, n));
   ggl::BlockQ6_K block{};
   block.d = ggl::f32_to_fp16(1.0f);
   std::fill(std::begin(block.scales), std::end(block.scales), int8_t{-128});
@@ -350,21 +371,25 @@ TEST_P(PerKernelSet, InterleavedQ6_KLargestProductsDoNotOverflow) {
 }
 
 TEST_P(PerKernelSet, Int8PanelAndRowTails) {
+  LATTE_REQUIRE_INT_PATH(set(), IntPath::kInt8Gemm, has_int8());
   check_tails(int8(), Path::kPanels, {Type::Q4_0, Type::Q4_1});
   check_tails(int8(), Path::kRows, {Type::Q4_0, Type::Q4_1});
 }
 
-// The x86 and ARM sets have both integer GEMMs, and the 16-bit one takes the K-quant / IQ4 / Q5
-// types: a set that lost them would skip the checks above and run the float path unnoticed.
-TEST_P(PerKernelSet, SimdSetsHaveTheIntegerGemms) {
-  const std::string isa = GetParam()->isa;
-  const bool x86 = isa == "avx512" || isa == "avx2vnni" || isa == "avx2";
-  if (!x86 && isa != "neon_dotprod" && isa != "neon")
-    GTEST_SKIP() << isa << " has no integer GEMMs";
-  EXPECT_TRUE(int16().supports(Type::Q4_0, 64));
-  EXPECT_TRUE(int16().supports(Type::Q8_0, 64));
-  EXPECT_TRUE(int8().supports(Type::Q4_1, 64));
-  for (Type t : kUnpackedTypes) EXPECT_TRUE(int16().supports(t, 2048)) << ggl::type_name(t);
+// Every type of each path, on the sets meant to have it and only there (tests/support/kernel_sets.h):
+// the tests above take one type as the sign of a path, and a set that lost one type would
+// otherwise run the float path for it unnoticed.
+TEST_P(PerKernelSet, TakesEveryTypeOfThePathsItIsMeantToHave) {
+  auto should = [&](IntPath p) { return latte::testing::set_should_have(set().isa, p); };
+  for (Type t : {Type::Q4_0, Type::Q4_1, Type::Q8_0})
+    EXPECT_EQ(int16().supports(t, 64), should(IntPath::kInt16Gemm)) << "16-bit " << ggl::type_name(t);
+  for (Type t : {Type::Q4_0, Type::Q4_1})
+    EXPECT_EQ(int8().supports(t, 64), should(IntPath::kInt8Gemm)) << "8-bit " << ggl::type_name(t);
+  for (Type t : kUnpackedTypes) EXPECT_EQ(int16().supports(t, 2048), should(IntPath::kInt16Unpacked)) << ggl::type_name(t);
+  for (Type t : {ggl::kQ4_0_R8, ggl::kQ8_0_R8})
+    EXPECT_EQ(int16().supports(t, 64), should(IntPath::kInterleavedRows)) << "16-bit " << ggl::type_name(t);
+  EXPECT_EQ(int16().supports(ggl::kQ6_K_R8, 256), should(IntPath::kInterleavedRows)) << "16-bit Q6_K_R8";
+  EXPECT_EQ(int8().supports(ggl::kQ4_0_R8, 64), should(IntPath::kInterleavedRows)) << "8-bit Q4_0_R8";
 }
 
 // Rows must be whole blocks (of 256 values for the super-block types).

@@ -41,8 +41,8 @@ std::vector<uint8_t> read_bytes(const fs::path& p) {
 }
 
 TEST(GgufShared, EveryFileLoadsWithSaneTensors) {
+  for (const char* sub : {"fixtures", "models", "vocab"}) LATTE_REQUIRE_SHARED(sub);
   auto files = shared_gguf_files();
-  if (files.empty()) GTEST_SKIP() << "SKIPPED: no GGUF files under " << latte::testing::shared_dir();
   EXPECT_GE(files.size(), 10u);
   for (const fs::path& p : files) {
     SCOPED_TRACE(p.string());
@@ -59,8 +59,8 @@ TEST(GgufShared, EveryFileLoadsWithSaneTensors) {
 }
 
 TEST(GgufShared, RewriteReadsBackIdenticallyAndIsByteIdentical) {
+  for (const char* sub : {"fixtures", "models", "vocab"}) LATTE_REQUIRE_SHARED(sub);
   auto files = shared_gguf_files();
-  if (files.empty()) GTEST_SKIP() << "SKIPPED: no GGUF files under " << latte::testing::shared_dir();
   const fs::path out = fs::temp_directory_path() / ("latte-gguf-rewrite-" + std::to_string(::getpid()) + ".gguf");
   for (const fs::path& p : files) {
     SCOPED_TRACE(p.string());

@@ -16,6 +16,7 @@
 #include "ggml-like/graph/graph.h"
 #include "ggml-like/graph/graph_plan.h"
 #include "ggml-like/cpu/int_gemm.h"
+#include "ggml-like/cpu/path_counts.h"
 #include "ggml-like/quant/quant.h"
 #include "tests/support/kernel_sets.h"
 
@@ -222,7 +223,9 @@ TEST_P(MulMatTypes, BatchedBroadcastAndPermutedActivations) {
 // call; 3, 5 and 10 chunks of 32 outputs: tiles of several chunks and the chunks left over (and,
 // for Q4_0 / Q8_0 in integers, more block columns than one prepared vector covers); 20 and 45 rows
 // (whole groups of 16 rows, a short group and an odd remainder), with every kernel set, the
-// integer paths on and off.
+// integer paths on and off. Which path ran is read from the set's own counts (path_counts.h):
+// Q4_0 and Q8_0 take the 16-bit integer product with the integer paths on, on the sets meant to
+// have it (tests/support/kernel_sets.h), and the float path everywhere else.
 TEST_P(MulMatTypes, TransposedWeights) {
   const Type type = GetParam();
   const bool plain = type == Type::F32 || type == Type::F16 || type == Type::BF16;
@@ -244,12 +247,20 @@ TEST_P(MulMatTypes, TransposedWeights) {
         for (bool int_gemm : {false, true}) {
           const IntGemmSwitch path(int_gemm);
           SCOPED_TRACE(int_gemm ? "integer paths on" : "integer paths off");
-          latte::testing::for_each_kernel_set([&](const ggl::CpuKernels&) {
+          latte::testing::for_each_kernel_set([&](const ggl::CpuKernels& set) {
             Graph g;
             Tensor* tw = g.external(type, std::vector<int64_t>{N, K, H}, w.bytes.data(), "w");
             Tensor* out = g.mul_mat_t(tw, f32_tensor(g, x, {K, M}, "x"));  // [N, M, H], x broadcast
+            const ggl::CpuPathCounts before = ggl::cpu_path_counts(set);
             run(g, out, 2);
+            const ggl::CpuPathCounts after = ggl::cpu_path_counts(set);
             expect_near_all(result(out), want, mul_mat_tolerance(type, int_gemm, 16));
+            using ggl::CpuPath;
+            EXPECT_GT(after[CpuPath::kNode], before[CpuPath::kNode]) << set.isa << "'s own kernels ran";
+            const bool integer = int_gemm && (type == Type::Q4_0 || type == Type::Q8_0) &&
+                                 latte::testing::set_should_have(set.isa, latte::testing::IntPath::kTransposedInt16);
+            EXPECT_EQ(after[CpuPath::kTransposedInt16] - before[CpuPath::kTransposedInt16], integer ? 1u : 0u)
+                << "the 16-bit integer transposed product, " << set.isa;
           });
         }
       }
@@ -507,6 +518,8 @@ TEST(Graph, FlashAttnMhaPrefillOnIntegersMatchesNaiveAttention) {
       Tensor* out = g.flash_attn(f32_tensor(g, q, {Dk, H, T}, "q"), f32_tensor(g, k, {Dk, H, N}, "k"),
                                  f32_tensor(g, v, {Dv, H, N}, "v"), g.input_i32(pos, "pos"), 0.1f);
       if (int_paths && !ggl::attention_int16_applies(*out)) {
+        EXPECT_FALSE(latte::testing::set_should_have(set.isa, latte::testing::IntPath::kMhaInt16))
+            << set.isa << " has no integer MHA kernel, which it is meant to have";
         std::printf("[note] kernel set %s has no integer MHA kernel: only its float kernel is checked\n", set.isa);
         continue;
       }
@@ -556,6 +569,9 @@ TEST_P(AbsorbedAttention, ReadsValuesInsideKeys) {
     for (bool int_paths : {true, false}) {
       const IntGemmSwitch path(int_paths);
       if (int_paths && !ggl::attention_int16_applies(*out)) {
+        // The grouped-head integer kernel takes 32 or more heads (docs/cpu-kernels.md).
+        EXPECT_FALSE(c.H >= 32 && latte::testing::set_should_have(set.isa, latte::testing::IntPath::kGroupedInt16))
+            << set.isa << " has no integer kernel for " << c.H << " heads, which it is meant to have";
         std::printf("[note] kernel set %s takes the float kernel for %lld heads\n", set.isa,
                     static_cast<long long>(c.H));
         continue;
@@ -607,7 +623,7 @@ TEST(Graph, PlansAreReusedForGraphsOfTheSameShape) {
   std::vector<float> x = random_floats(64 * 10, 25);
   ggl::PlanCache cache;
   auto build = [&](Graph& g, int64_t rows) {
-    Tensor* t = g.view(f32_tensor(g, x, {64, 10}, "x"), {64, rows, 1, 1}, {4, 256, 256 * rows, 256 * rows}, 0);
+    Tensor* t = g.view(f32_tensor(g, x, {64, 10}, "x"), {64, rows, 1, 1}, {4, 256, static_cast<size_t>(256 * rows), static_cast<size_t>(256 * rows)}, 0);
     g.mark_output(g.scale(g.sum_rows(t), 2.0f));
   };
   Graph a, b, c;

@@ -37,7 +37,7 @@ fs::path write_file(const std::string& name, const std::string& text) {
   std::ofstream(p, std::ios::binary) << text;
   return p;
 }
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+std::string q(const fs::path& p) { return latte::testing::shell_quoted(p); }
 
 // stderr without the run summary line (which has timings), so notes can be compared exactly.
 std::string without_summary(const std::string& err) {
@@ -48,6 +48,7 @@ std::string without_summary(const std::string& err) {
 const std::string kRun = "run -p 'Once upon a time' -n 2 --temp 0 ";
 
 TEST(CliConventions, LlamaCppCommandLines) {
+  LATTE_REQUIRE_SHARED("models/stories260K.gguf");
   struct Case {
     std::string args;
     int exit_code;
@@ -147,6 +148,8 @@ TEST(CliConventions, MappedCacheTypeAndBatchReachTheEngine) {
 }
 
 TEST(CliConventions, FilesAndOutputPathsAreCheckedFirst) {
+  LATTE_REQUIRE_SHARED("models/tiny-mla-stories-f32.gguf");
+  LATTE_REQUIRE_SHARED("models/tiny-mla-stories-hf");
   struct Case {
     std::string args, expect;
   };
@@ -205,6 +208,7 @@ TEST(CliConventions, FileDropsOneTrailingNewlineLikeTheSamePromptText) {
 }
 
 TEST(CliConventions, EscapesInPromptAndSystemPrompt) {
+  LATTE_REQUIRE_SHARED("models/tiny-mla-stories-f32.gguf");
   const CommandResult escaped = run_latte("run -p 'Tom said:\\n\\\"Hi\\\"\\tok' --echo -n 0", false);
   const CommandResult literal = run_latte("run -p 'Tom said:\\n' --echo -n 0 --no-escape", false);
   EXPECT_EQ(escaped.out, "Tom said:\n\"Hi\"\tok\n");
@@ -308,6 +312,7 @@ TEST(CliConventions, VersionHelpAndTopLevelErrors) {
 }
 
 TEST(CliConventions, InfoTakesTheModelFlagLikeEveryCommand) {
+  LATTE_REQUIRE_SHARED("models/stories260K.gguf");
   const std::string file = q(shared_dir() / "models/stories260K.gguf");
   const CommandResult positional = run_latte_apart("info " + file);
   const CommandResult flag = run_latte_apart("info -m " + file);

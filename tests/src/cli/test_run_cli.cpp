@@ -35,7 +35,7 @@ std::string reference_story(int index) {
   return {};
 }
 
-std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+std::string quoted(const std::filesystem::path& p) { return latte::testing::shell_quoted(p); }
 
 constexpr const char* kPrompt = "Once upon a time";
 
@@ -43,7 +43,7 @@ TEST(RunCli, GreedyStories260KMatchesReferenceContinuation) {
   LATTE_REQUIRE_SHARED("models/stories260K.gguf");
   std::string expected = reference_story(0);
   ASSERT_EQ(expected.rfind(kPrompt, 0), 0u) << "unexpected README layout: " << expected;
-  auto r = run_latte("run -m " + quoted(shared_dir() / "models/stories260K.gguf") +
+  auto r = run_latte(std::string("run -m ") + quoted(shared_dir() / "models/stories260K.gguf") +
                          " -p 'Once upon a time' --temp 0 -n 64",
                      /*merge_stderr=*/false);
   ASSERT_EQ(r.exit_code, 0) << r.out;

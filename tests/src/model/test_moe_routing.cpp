@@ -205,7 +205,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{64, 1, 1, 6, latte::ExpertGating::kSoftmax, false}),  // V2-Lite
     [](const auto& info) {
       const Case& c = info.param;
-      return "e" + std::to_string(c.n_expert) + "_g" + std::to_string(c.n_groups) + "_u" +
+      return std::string("e") + std::to_string(c.n_expert) + "_g" + std::to_string(c.n_groups) + "_u" +
              std::to_string(c.n_groups_used) + "_k" + std::to_string(c.k);
     });
 

@@ -274,6 +274,7 @@ TEST(Placement, OverridesComeLastAndTheFirstMatchWins) {
 }
 
 TEST(Placement, RealModelTensorList) {
+  LATTE_REQUIRE_SHARED("fixtures/ds2-lite-27l-q8_0.gguf");
   const auto path = latte::testing::shared_dir() / "fixtures/ds2-lite-27l-q8_0.gguf";
   const ggl::GgufFile file(path.string());
   const latte::KvCacheFootprint f = latte::kv_cache_footprint(file, ggl::Type::F16);

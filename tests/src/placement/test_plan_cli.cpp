@@ -14,9 +14,11 @@ using latte::testing::run_latte;
 using latte::testing::run_latte_apart;
 using latte::testing::shared_dir;
 
-std::string model() { return "'" + (shared_dir() / "fixtures/ds2-lite-27l-q8_0.gguf").string() + "'"; }
+constexpr const char* kModel = "fixtures/ds2-lite-27l-q8_0.gguf";
+std::string model() { return latte::testing::shell_quoted(shared_dir() / kModel); }
 
 TEST(PlanCli, TablesForLlamaCppFlags) {
+  LATTE_REQUIRE_SHARED(kModel);
   struct Case {
     std::string flags;
     std::string summary_part;  // must appear in the summary line
@@ -45,6 +47,7 @@ TEST(PlanCli, TablesForLlamaCppFlags) {
 }
 
 TEST(PlanCli, BudgetAndCacheSize) {
+  LATTE_REQUIRE_SHARED(kModel);
   // The cache doubles with -c and halves from f16 to q8_0-ish; the budget shows in the summary.
   const auto a = run_latte("info " + model() + " --plan -ngl 99 -c 8192");
   const auto b = run_latte("info " + model() + " --plan -ngl 99 -c 8192 --cache-type f32");
@@ -64,6 +67,7 @@ TEST(PlanCli, BudgetAndCacheSize) {
 }
 
 TEST(PlanCli, BadValuesAreOneLineErrors) {
+  LATTE_REQUIRE_SHARED(kModel);
   const std::string info = "info " + model() + " --plan ";
   struct Case {
     std::string args;
@@ -107,8 +111,9 @@ TEST(PlanCli, SystemNamesTheGpusOrWhyNone) {
   const auto r = run_latte("info --system");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("\ngpu:           "), std::string::npos) << r.out;
-  if (!ggl::built_with_gpu())
+  if (!ggl::built_with_gpu()) {
     EXPECT_NE(r.out.find("gpu:           none (built without CUDA)"), std::string::npos) << r.out;
+  }
 }
 
 }  // namespace

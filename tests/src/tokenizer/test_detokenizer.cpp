@@ -109,7 +109,7 @@ TEST(StreamDecoder, ByteLevelBpeKeepsLeadingSpaces) {
 TEST(StreamDecoder, EveryChunkIsValidUtf8AndTheChunksMakeTheText) {
   for (const char* vocab : {"vocab/ggml-vocab-gpt-2.gguf", "vocab/ggml-vocab-deepseek-llm.gguf",
                             "vocab/ggml-vocab-llama-spm.gguf"}) {
-    if (!std::filesystem::exists(lt::shared_dir() / vocab)) GTEST_SKIP() << "SKIPPED: missing " << vocab;
+    LATTE_REQUIRE_SHARED(vocab);
     const Tokenizer& tok = shared_tokenizer(vocab);
     std::mt19937 rng(99);
     for (int i = 0; i < 200; ++i) {
