@@ -335,7 +335,7 @@ void expect_bf16_cache_bound(const latte::Model& model, const std::vector<int32_
   const latte::Hparams& hp = model.hparams();
   const size_t n_vocab = static_cast<size_t>(hp.n_vocab), n_pos = tokens.size();
   std::vector<const latte::LayerWeights*> moe_layers;
-  for (const latte::LayerWeights& l : model.file_weights().layers)
+  for (const latte::LayerWeights& l : model.weights().layers)
     if (l.is_moe()) moe_layers.push_back(&l);
   Routing f32, f16;
   Case other = c;
