@@ -69,7 +69,7 @@ int cmd_chat(int argc, char** argv) {
                "an input is every line up to a blank line (default: one line; also -mli, --multiline-input)");
   app.add_flag("--context-shift", context_shift,
                "when the context is full, shift the cache over the dropped turns instead of evaluating the kept ones "
-               "again (instant, but approximate: see the README)");
+               "again (instant, but approximate: see docs/chat.md)");
   app.add_flag("-v,--verbose", verbose, "print a line per turn on stderr: tokens evaluated and generated, speeds");
   prompt_flags.add_to(app);
   session_flags.add_to(app);
