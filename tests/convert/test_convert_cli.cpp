@@ -16,7 +16,7 @@
 #include "tests/support/convert_support.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_convert_cli {
 
 using namespace latte::convert_test;
 using latte::testing::run_latte;
@@ -403,4 +403,4 @@ TEST(ConvertErrors, BadArguments) {
   expect_convert_fails(fs::path(::testing::TempDir()) / "no-such-dir", "not a directory");
 }
 
-}  // namespace
+}  // namespace test_convert_cli

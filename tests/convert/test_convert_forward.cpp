@@ -10,7 +10,7 @@
 #include "tests/support/logit_metrics.h"
 #include "tests/support/convert_support.h"
 
-namespace {
+namespace test_convert_forward {
 
 using namespace latte::convert_test;
 
@@ -224,4 +224,4 @@ TEST(ConvertForward, LlamaTiedEmbeddingsWriteNoOutputTensor) {
   expect_matches_reference(gguf, tokens, llama_reference(config, w, tokens), config["vocab_size"]);
 }
 
-}  // namespace
+}  // namespace test_convert_forward

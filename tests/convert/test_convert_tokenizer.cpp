@@ -11,7 +11,7 @@
 #include "tests/support/convert_support.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_convert_tokenizer {
 
 using namespace latte::convert_test;
 using latte::convert::JsonObject;
@@ -330,4 +330,4 @@ TEST(ConvertTokenizer, Errors) {
   EXPECT_EQ(convert_dir(fresh_dir("tok-none"), 10).entries().size(), 0u);
 }
 
-}  // namespace
+}  // namespace test_convert_tokenizer

@@ -16,7 +16,7 @@
 #include "tests/support/convert_support.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_imatrix {
 
 using namespace latte::convert_test;
 using latte::convert::ImportanceMatrix;
@@ -336,4 +336,4 @@ TEST(Imatrix, BadImatrixIsAOneLineErrorAndLeavesNoFile) {
   EXPECT_THROW(ImportanceMatrix::load((dir / "nan.dat").string()), ggl::Error);
 }
 
-}  // namespace
+}  // namespace test_imatrix

@@ -13,7 +13,7 @@
 #include "ggml-like/gguf/gguf.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_quant_recipe {
 
 using latte::convert::choose_tensor_types;
 using latte::convert::FileType;
@@ -316,4 +316,4 @@ TEST(QuantRecipe, DeepseekLayout) {
   }
 }
 
-}  // namespace
+}  // namespace test_quant_recipe

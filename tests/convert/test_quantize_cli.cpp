@@ -9,7 +9,7 @@
 #include "tests/support/convert_support.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_quantize_cli {
 
 using namespace latte::convert_test;
 using latte::testing::run_latte;
@@ -258,4 +258,4 @@ TEST(QuantizeCli, ConvertAndQuantizeAgree) {
   }
 }
 
-}  // namespace
+}  // namespace test_quantize_cli

@@ -7,7 +7,7 @@
 #include "convert/safetensors.h"
 #include "tests/support/convert_support.h"
 
-namespace {
+namespace test_safetensors {
 
 using namespace latte::convert_test;
 using latte::convert::SafetensorsCheckpoint;
@@ -228,4 +228,4 @@ TEST(Safetensors, NonFloatDtypeIsRejectedWhenRead) {
   EXPECT_THROW(latte::convert::read_f32(*f.find("ids"), 1, 5, out.data()), ggl::Error);
 }
 
-}  // namespace
+}  // namespace test_safetensors

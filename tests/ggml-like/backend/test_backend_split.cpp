@@ -23,7 +23,7 @@
 #include "tests/support/simulated_device.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_backend_split {
 
 using ggl::Backend;
 using latte::testing::random_floats;
@@ -247,9 +247,9 @@ TEST(BackendSplit, ModelLayerOnDeviceMatchesCpu) {
   EXPECT_EQ(plan.crossing_bytes, tokens.size() * per_token);
 }
 
-}  // namespace
+}  // namespace test_backend_split
 
-namespace {
+namespace test_backend_split {
 
 // Routed experts in host memory: a long enough batch runs the expert product on the device with
 // only the experts the routing names copied over; a short one stays on the host.
@@ -306,4 +306,4 @@ TEST(BackendSplit, ExpertProductsOfLongBatchesCopyTheUsedExperts) {
   }
 }
 
-}  // namespace
+}  // namespace test_backend_split

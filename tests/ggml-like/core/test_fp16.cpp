@@ -16,7 +16,7 @@
 #include <immintrin.h>
 #endif
 
-namespace {
+namespace test_fp16 {
 
 bool is_nan16(uint16_t h, int mant_bits) {
   const uint16_t exp_mask = static_cast<uint16_t>((0x7fff >> mant_bits) << mant_bits);
@@ -195,4 +195,4 @@ TEST(Bf16, F32ToBf16RoundsToNearestEvenAndKeepsNaN) {
   EXPECT_EQ(ggl::f32_to_bf16(std::numeric_limits<float>::max()), 0x7f80);  // rounds up to inf
 }
 
-}  // namespace
+}  // namespace test_fp16

@@ -10,7 +10,7 @@
 #include "ggml-like/cpu/cpu_backend.h"
 #include "ggml-like/graph/graph.h"
 
-namespace {
+namespace test_cpu_barriers {
 
 using ggl::Graph;
 using ggl::Tensor;
@@ -81,4 +81,4 @@ TEST(CpuBarriers, ManyThreadsAgreeWithOne) {
   }
 }
 
-}  // namespace
+}  // namespace test_cpu_barriers

@@ -14,7 +14,7 @@
 #include "ggml-like/cpu/kernel_set.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_dispatch {
 
 using latte::testing::run_command;
 using latte::testing::run_latte;
@@ -111,4 +111,4 @@ TEST(CpuDispatch, ArmCoresUnderQemuTakeTheSetTheyRun) {
   EXPECT_EQ(without_dotprod.out, with_dotprod.out);
 }
 
-}  // namespace
+}  // namespace test_dispatch

@@ -11,7 +11,7 @@
 #include "ggml-like/core/error.h"
 #include "ggml-like/quant/quant.h"
 
-namespace {
+namespace test_dot {
 
 using ggl::Type;
 
@@ -186,4 +186,4 @@ TEST(Dot, RejectsBadShapesAndTypes) {
   EXPECT_THROW(ggl::matmul(Type::F32, w.data(), 2, 32, x.data(), 32, 1, y.data(), 2, 2, 1), ggl::Error);
 }
 
-}  // namespace
+}  // namespace test_dot

@@ -23,7 +23,7 @@
 #include "tests/support/kernel_sets.h"
 #include "tests/support/random_floats.h"
 
-namespace {
+namespace test_gemm_int {
 
 using ggl::Type;
 
@@ -415,4 +415,4 @@ TEST_P(PerKernelSet, Int16TakesOnlyBlockQuantizedWeights) {
 INSTANTIATE_TEST_SUITE_P(Runnable, PerKernelSet, ::testing::ValuesIn(ggl::runnable_cpu_kernels()),
                          [](const auto& info) { return std::string(info.param->isa); });
 
-}  // namespace
+}  // namespace test_gemm_int

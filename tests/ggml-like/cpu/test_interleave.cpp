@@ -34,7 +34,7 @@
 #include "tests/support/simulated_device.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_interleave {
 
 using ggl::Type;
 
@@ -378,4 +378,4 @@ TEST(Interleave, NoRepackFlagIsAccepted) {
   }
 }
 
-}  // namespace
+}  // namespace test_interleave

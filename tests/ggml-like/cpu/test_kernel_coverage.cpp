@@ -22,7 +22,7 @@
 #include "tests/support/kernel_sets.h"
 #include "tests/support/random_floats.h"
 
-namespace {
+namespace test_kernel_coverage {
 
 using ggl::CpuPath;
 using ggl::Graph;
@@ -243,4 +243,4 @@ TEST(KernelCoverage, PerKernelSetTestsExistForEveryRunnableSet) {
   for (const auto& [test, sets] : sets_of) EXPECT_EQ(sets, expected) << test;
 }
 
-}  // namespace
+}  // namespace test_kernel_coverage

@@ -22,7 +22,7 @@
 #include "tests/support/random_floats.h"
 #include "tests/support/kernel_sets.h"
 
-namespace {
+namespace test_kquant_gemm {
 
 using ggl::Type;
 
@@ -153,4 +153,4 @@ TEST(KQuantGemmSupport, WholeFamiliesAndWholeBlocks) {
   });
 }
 
-}  // namespace
+}  // namespace test_kquant_gemm

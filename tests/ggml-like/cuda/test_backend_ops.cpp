@@ -19,7 +19,7 @@
 #include "ggml-like/quant/quant.h"
 #include "tests/support/random_floats.h"
 
-namespace {
+namespace test_backend_ops {
 
 using ggl::Backend;
 using latte::testing::random_floats;
@@ -360,4 +360,4 @@ TEST(BackendOps, UnsupportedOpsAreDeclined) {
   }
 }
 
-}  // namespace
+}  // namespace test_backend_ops

@@ -17,7 +17,7 @@
 #include "ggml-like/quant/quant.h"
 #include "tests/support/random_floats.h"
 
-namespace {
+namespace test_cuda_block_decode {
 
 using ggl::Type;
 namespace blocks = ggl::blocks;
@@ -159,4 +159,4 @@ TEST(CudaExpertTiles, EveryRoutedPairIsInOneTileOfItsExpert) {
   }
 }
 
-}  // namespace
+}  // namespace test_cuda_block_decode

@@ -18,7 +18,7 @@
 #include "ggml-like/quant/quant.h"
 #include "tests/support/random_floats.h"
 
-namespace {
+namespace test_cuda_host_math {
 
 namespace cm = ggl::cuda;
 using ggl::Graph;
@@ -345,4 +345,4 @@ TEST(CudaHostMath, SplitPlanCoversTheKeys) {
   EXPECT_EQ(cm::visible_keys(30, 10), 10);
 }
 
-}  // namespace
+}  // namespace test_cuda_host_math

@@ -14,7 +14,7 @@
 #include "ggml-like/cuda/matmul_kernels.h"
 #endif
 
-namespace {
+namespace test_cuda_supports {
 
 using ggl::Graph;
 using ggl::Tensor;
@@ -146,4 +146,4 @@ TEST(CudaGraphOpsSupports, DeclinesWhatHasNoKernel) {
 #endif
 }
 
-}  // namespace
+}  // namespace test_cuda_supports

@@ -19,7 +19,7 @@
 #include "tests/support/gguf_test_util.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_gguf {
 
 namespace fs = std::filesystem;
 using ggl::Array;
@@ -487,4 +487,4 @@ TEST_F(GgufTest, MissingFileAndDirectoryAreErrors) {
   expect_error([&] { GgufFile f(dir_.string()); }, dir_.string() + ": not a regular file");
 }
 
-}  // namespace
+}  // namespace test_gguf

@@ -15,7 +15,7 @@
 #include "ggml-like/gguf/gguf.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_gguf_malformed {
 
 namespace fs = std::filesystem;
 
@@ -113,4 +113,4 @@ TEST(GgufMalformed, ValidSeedsLoad) {
   }
 }
 
-}  // namespace
+}  // namespace test_gguf_malformed

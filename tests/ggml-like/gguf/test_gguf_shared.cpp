@@ -17,7 +17,7 @@
 #include "tests/support/gguf_test_util.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_gguf_shared {
 
 namespace fs = std::filesystem;
 
@@ -95,4 +95,4 @@ TEST(GgufShared, RewriteReadsBackIdenticallyAndIsByteIdentical) {
   fs::remove(out);
 }
 
-}  // namespace
+}  // namespace test_gguf_shared

@@ -20,7 +20,7 @@
 #include "ggml-like/quant/quant.h"
 #include "tests/support/kernel_sets.h"
 
-namespace {
+namespace test_graph {
 
 using ggl::Graph;
 using ggl::Tensor;
@@ -669,4 +669,4 @@ TEST(Graph, ShapeErrorsNameTheOp) {
   EXPECT_THROW(g.add(ta, tb), ggl::Error);
 }
 
-}  // namespace
+}  // namespace test_graph

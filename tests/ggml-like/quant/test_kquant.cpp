@@ -17,7 +17,7 @@
 #include "ggml-like/quant/quant.h"
 #include "ggml-like/quant/search.h"
 
-namespace {
+namespace test_kquant {
 
 using ggl::Type;
 
@@ -227,4 +227,4 @@ TEST(Kquant, WeightTypesAndImportanceUsers) {
   for (Type t : {Type::F32, Type::F16, Type::BF16, Type::Q8_0}) EXPECT_FALSE(ggl::quantizer_uses_importance(t));
 }
 
-}  // namespace
+}  // namespace test_kquant

@@ -21,7 +21,7 @@
 #include "tests/support/quant_fixture_util.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_kquant_fixtures {
 
 using ggl::Type;
 
@@ -111,4 +111,4 @@ TEST_P(KquantFile, DequantizedWeightsGiveTheExactLogits) {
 INSTANTIATE_TEST_SUITE_P(KquantFixtures, KquantFile, ::testing::ValuesIn(kFiles),
                          [](const auto& info) { return std::string(info.param); });
 
-}  // namespace
+}  // namespace test_kquant_fixtures

@@ -15,7 +15,7 @@
 #include "tests/support/quant_fixture_util.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_quant {
 
 using ggl::Type;
 
@@ -220,4 +220,4 @@ TEST(Quant, RejectsUnsupportedTypesAndPartialBlocks) {
   EXPECT_TRUE(ggl::is_weight_type(Type::Q4_1));
 }
 
-}  // namespace
+}  // namespace test_quant

@@ -5,7 +5,7 @@
 
 #include "ggml-like/registry/backend_registry.h"
 
-namespace {
+namespace test_gpu_devices {
 
 TEST(GpuDevices, FoundOrWhyNot) {
   const ggl::GpuDevices gpus = ggl::gpu_devices();
@@ -26,4 +26,4 @@ TEST(GpuDevices, FoundOrWhyNot) {
   }
 }
 
-}  // namespace
+}  // namespace test_gpu_devices

@@ -14,7 +14,7 @@
 #include "src/bench/bench_report.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_bench_cli {
 
 using latte::testing::run_latte;
 
@@ -155,4 +155,4 @@ TEST(BenchCli, BadInputIsAOneLineError) {
   }
 }
 
-}  // namespace
+}  // namespace test_bench_cli

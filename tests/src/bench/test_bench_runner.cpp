@@ -19,7 +19,7 @@
 #include "src/bench/bench_runner.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_bench_runner {
 
 using latte::bench::BenchOptions;
 using latte::bench::BenchResult;
@@ -199,4 +199,4 @@ TEST(BenchReport, SizesAndParamsAsLlamaBenchPrintsThem) {
   EXPECT_EQ(latte::bench::format_params(3'250'000), "3.25 M");
 }
 
-}  // namespace
+}  // namespace test_bench_runner

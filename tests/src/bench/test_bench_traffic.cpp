@@ -11,7 +11,7 @@
 #include "src/model/model.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_bench_traffic {
 
 namespace fs = std::filesystem;
 using latte::bench::DecodeTraffic;
@@ -91,4 +91,4 @@ TEST(WeightTraffic, CacheBytesGrowWithTheContext) {
   EXPECT_EQ(latte::bench::cache_read_bytes(model.hparams(), ggl::Type::F16, 0), 0u);
 }
 
-}  // namespace
+}  // namespace test_bench_traffic

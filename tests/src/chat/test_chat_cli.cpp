@@ -28,7 +28,7 @@
 #include "src/tokenizer/tokenizer.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_chat_cli {
 
 namespace fs = std::filesystem;
 namespace lt = latte::testing;
@@ -377,4 +377,4 @@ TEST(ChatCli, TerminalCtrlCTwiceAtAnEmptyPromptQuits) {
   EXPECT_EQ(t.wait_exit(), 130) << t.seen;  // ended by Ctrl-C
 }
 
-}  // namespace
+}  // namespace test_chat_cli

@@ -18,7 +18,7 @@
 #include "src/runtime/cache_io.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_chat_session {
 
 namespace fs = std::filesystem;
 using latte::ChatSession;
@@ -271,4 +271,4 @@ TEST(ChatPersistence, MalformedFilesAreOneLineErrors) {
   EXPECT_EQ(r.tokens, n_tokens("Once upon a time", true));
 }
 
-}  // namespace
+}  // namespace test_chat_session

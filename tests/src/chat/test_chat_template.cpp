@@ -17,7 +17,7 @@
 #include "src/tokenizer/tokenizer.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_chat_template {
 
 using latte::ChatMessage;
 using latte::ChatPiece;
@@ -334,4 +334,4 @@ TEST(ThinkingFilter, MarksSpansEvenWhenTagsAreSplit) {
   EXPECT_EQ(filtered({"plan", "</think>", "ok"}, true), "[plan][</think>]ok");
 }
 
-}  // namespace
+}  // namespace test_chat_template

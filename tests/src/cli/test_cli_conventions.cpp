@@ -15,7 +15,7 @@
 #include "src/cli/text_input.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_cli_conventions {
 
 namespace fs = std::filesystem;
 using latte::testing::CommandResult;
@@ -322,4 +322,4 @@ TEST(CliConventions, InfoTakesTheModelFlagLikeEveryCommand) {
             "latte info: error: give the GGUF file: latte info FILE or latte info -m FILE\n");
 }
 
-}  // namespace
+}  // namespace test_cli_conventions

@@ -17,7 +17,7 @@
 #include "tests/support/logit_metrics.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_eval_cli {
 
 namespace fs = std::filesystem;
 
@@ -147,4 +147,4 @@ TEST_F(EvalCli, WritesExactlyTheLogitsOfTheGivenTokens) {
   EXPECT_EQ(fs::file_size(out), 4u * 512u * sizeof(float));
 }
 
-}  // namespace
+}  // namespace test_eval_cli

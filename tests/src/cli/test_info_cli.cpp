@@ -9,7 +9,7 @@
 #include "ggml-like/gguf/gguf.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_info_cli {
 
 using latte::testing::run_latte;
 using latte::testing::shared_dir;
@@ -130,4 +130,4 @@ TEST(InfoCli, BadFileIsOneLineErrorAndNonZeroExit) {
   EXPECT_NE(missing.out.find("cannot open"), std::string::npos) << missing.out;
 }
 
-}  // namespace
+}  // namespace test_info_cli

@@ -12,7 +12,7 @@
 
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_run_cli {
 
 using latte::testing::run_latte;
 using latte::testing::shared_dir;
@@ -157,4 +157,4 @@ TEST(RunCli, CtrlCStopsGenerationAndPrintsTheSummary) {
   EXPECT_FALSE(out.empty());
 }
 
-}  // namespace
+}  // namespace test_run_cli

@@ -22,7 +22,7 @@
 #include "tests/support/logit_metrics.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_forward_fixtures {
 
 using latte::testing::LogitMetrics;
 
@@ -448,4 +448,4 @@ TEST_P(ForwardFixture, MatchesReferenceLogits) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, ForwardFixture, ::testing::ValuesIn(all_cases()),
                          [](const auto& info) { return case_name(info.param); });
 
-}  // namespace
+}  // namespace test_forward_fixtures

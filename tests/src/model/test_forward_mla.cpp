@@ -21,7 +21,7 @@
 #include "tests/support/test_support.h"
 #include "tests/support/kernel_sets.h"
 
-namespace {
+namespace test_forward_mla {
 
 namespace fs = std::filesystem;
 using latte::MlaMode;
@@ -327,4 +327,4 @@ TEST(ModelLoad, ErrorsNameTheTensorAndTheShapes) {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace test_forward_mla

@@ -9,7 +9,7 @@
 #include "src/model/hparams.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_hparams {
 
 namespace fs = std::filesystem;
 
@@ -139,4 +139,4 @@ TEST(Hparams, DeepSeekV32IsNotSupportedYet) {
       << r.out;
 }
 
-}  // namespace
+}  // namespace test_hparams

@@ -16,7 +16,7 @@
 #include "ggml-like/graph/graph.h"
 #include "src/model/graph_blocks.h"
 
-namespace {
+namespace test_moe_routing {
 
 struct Case {
   int n_expert, n_groups, n_groups_used, k;
@@ -209,4 +209,4 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(c.n_groups_used) + "_k" + std::to_string(c.k);
     });
 
-}  // namespace
+}  // namespace test_moe_routing

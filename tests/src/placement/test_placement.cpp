@@ -18,7 +18,7 @@
 #include "src/synth/synth_plan.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_placement {
 
 using latte::Device;
 using latte::PlacementRequest;
@@ -330,4 +330,4 @@ TEST(Placement, ByteSizes) {
   EXPECT_EQ(latte::format_bytes(3.0 * (1 << 29)), "1.50 GiB");
 }
 
-}  // namespace
+}  // namespace test_placement

@@ -8,7 +8,7 @@
 #include "ggml-like/registry/backend_registry.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_plan_cli {
 
 using latte::testing::run_latte;
 using latte::testing::run_latte_apart;
@@ -116,4 +116,4 @@ TEST(PlanCli, SystemNamesTheGpusOrWhyNone) {
   }
 }
 
-}  // namespace
+}  // namespace test_plan_cli

@@ -22,7 +22,7 @@
 #include "tests/support/simulated_device.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_offload_session {
 
 using latte::testing::SimulatedDevice;
 
@@ -352,4 +352,4 @@ TEST(OffloadSession, ExpertsCopiedForLongPrompts) {
   EXPECT_LE(with_bytes, all_experts);
 }
 
-}  // namespace
+}  // namespace test_offload_session

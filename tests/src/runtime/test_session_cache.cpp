@@ -24,7 +24,7 @@
 #include "tests/support/logit_metrics.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_session_cache {
 
 namespace fs = std::filesystem;
 namespace lt = latte::testing;
@@ -292,4 +292,4 @@ TEST(CacheFile, RefusesTheWrongModelTypeTokensOrADamagedFile) {
   EXPECT_EQ(ok.n_past(), 0);
 }
 
-}  // namespace
+}  // namespace test_session_cache

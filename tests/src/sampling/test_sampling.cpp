@@ -11,7 +11,7 @@
 #include "src/sampling/sampler.h"
 #include "src/cli/flags/sampling_flags.h"
 
-namespace {
+namespace test_sampling {
 
 using latte::Sampler;
 using latte::SamplingParams;
@@ -325,4 +325,4 @@ TEST(Sampling, CliFlagsFillTheParams) {
   EXPECT_EQ(q.seed, -1);
 }
 
-}  // namespace
+}  // namespace test_sampling

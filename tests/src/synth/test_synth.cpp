@@ -27,7 +27,7 @@
 #include "src/tokenizer/tokenizer.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_synth {
 
 namespace fs = std::filesystem;
 using latte::convert::MlaLayout;
@@ -342,4 +342,4 @@ TEST_F(Synth, VocabularyOfAnotherSizeIsRefused) {
   EXPECT_FALSE(fs::exists(dir_ / "x.gguf"));
 }
 
-}  // namespace
+}  // namespace test_synth

@@ -15,7 +15,7 @@
 #include "src/model/model.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_synth_cli {
 
 namespace fs = std::filesystem;
 using latte::testing::run_latte;
@@ -115,4 +115,4 @@ TEST_F(SynthCli, BadInputIsAOneLineError) {
   EXPECT_FALSE(fs::exists(dir_ / "x.gguf"));
 }
 
-}  // namespace
+}  // namespace test_synth_cli

@@ -12,7 +12,7 @@
 #include "tests/support/test_support.h"
 #include "tests/support/tokenizer_util.h"
 
-namespace {
+namespace test_detokenizer {
 
 using latte::StreamDecoder;
 using latte::Tokenizer;
@@ -127,4 +127,4 @@ TEST(StreamDecoder, EveryChunkIsValidUtf8AndTheChunksMakeTheText) {
   }
 }
 
-}  // namespace
+}  // namespace test_detokenizer

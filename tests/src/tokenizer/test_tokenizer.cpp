@@ -15,7 +15,7 @@
 #include "tests/support/test_support.h"
 #include "tests/support/tokenizer_util.h"
 
-namespace {
+namespace test_tokenizer {
 
 using latte::Tokenizer;
 using latte::TokenType;
@@ -310,4 +310,4 @@ TEST(PreTokenizer, EveryKnownNameCompilesAndCoversTheText) {
   }
 }
 
-}  // namespace
+}  // namespace test_tokenizer

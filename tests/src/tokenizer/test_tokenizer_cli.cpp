@@ -9,7 +9,7 @@
 #include "src/tokenizer/tokenizer.h"
 #include "tests/support/test_support.h"
 
-namespace {
+namespace test_tokenizer_cli {
 
 using latte::testing::run_latte;
 using latte::testing::shared_dir;
@@ -75,4 +75,4 @@ TEST(TokenizeCli, ErrorsAreOneLine) {
   EXPECT_NE(missing_text.out.find("/nonexistent/text.txt"), std::string::npos) << missing_text.out;
 }
 
-}  // namespace
+}  // namespace test_tokenizer_cli

@@ -13,7 +13,7 @@
 #include "tests/support/test_support.h"
 #include "tests/support/tokenizer_util.h"
 
-namespace {
+namespace test_tokenizer_vocab {
 
 using latte::testing::read_vocab_ids;
 using latte::testing::read_vocab_texts;
@@ -72,4 +72,4 @@ TEST(TokenizerVectors, LlamaSpm) {
   check_vectors("ggml-vocab-llama-spm.gguf");
 }
 
-}  // namespace
+}  // namespace test_tokenizer_vocab
