@@ -245,13 +245,13 @@ void CpuBackend::compute(Graph& graph) {
   }
 }
 
-// Fitted to DeepSeek-V2-Lite Q4_0 with 2 threads (README, "CPU speed"): MLA's absorbed and naive
-// prefill break even at ~240 tokens after 4096 cached ones. A matrix product runs at 0.6 of the
-// float attention kernel's multiply-adds per second with the integer GEMM and half that on the
-// float path, which does half the integer GEMM's multiply-adds per cycle (for MLA's latent
-// up-projections this includes the copies of latents and per-head keys that expanding costs).
-// The integer attention kernel measured ~1.7x the float one at depth (AVX-512; each set says its
-// own figure, kernel_set.h), and with 32 or more heads the absorbed form's attention ~1.4x (AVX-512).
+// Fitted to DeepSeek-V2-Lite Q4_0 with 2 threads, where MLA's absorbed and naive prefill break even
+// at ~240 tokens after 4096 cached ones (docs/cpu-speed.md, "Integer attention speedups"). A matrix
+// product runs at 0.6 of the float attention kernel's multiply-adds per second with the integer
+// GEMM and half that on the float path, which does half the integer GEMM's multiply-adds per cycle
+// (for MLA's latent up-projections this includes the copies of latents and per-head keys that
+// expanding costs). The integer attention kernels' speeds over the float ones are each set's
+// measured figures (kernel_set.h).
 double CpuBackend::matmul_speed(Type w, int64_t k) const { return int16_gemm().supports(w, k) ? 0.6 : 0.3; }
 
 double CpuBackend::attention_speed(int64_t dk, int64_t dv, int64_t heads_per_kv) const {

@@ -10,7 +10,8 @@
 //   kInt8Gemm:  8-bit activations (as llama.cpp's Q8 activations) times Q4_0 / Q4_1 weights kept
 //               as 4-bit values in bytes, VPDPBUSD (64 per instruction); about as noisy as the
 //               reference engine's own quantized matmuls, so the engine uses it only where that
-//               measured harmless (README, "CPU speed") (gemm_int8.cpp).
+//               measured harmless (docs/cpu-kernels.md, "Which precision each product uses")
+//               (gemm_int8.cpp).
 // Many columns (prefill) go through panels: weights are taken 32 rows at a time and transposed so
 // that the lanes of a vector hold rows (16 on AVX-512, 8 on AVX2): a dot step adds 2 or 4
 // products into every row sum, the block scales apply to whole vectors once per block, and nothing

@@ -34,6 +34,7 @@ struct CpuKernels {
   bool (*attention_int16_applies)(const Tensor& dst);
   // How many times faster than the set's float32 MHA kernel the integer one runs (measured; 0
   // where the set has none): the MLA prefill-form choice weighs the naive form's attention by it.
+  // Each set's figures: docs/cpu-speed.md, "Integer attention speedups".
   double mha_int16_speedup;
   // The same for grouped heads (MLA's absorbed attention): whether that many heads per KV head of
   // these sizes take the integer kernel, and its measured speed over the float one there.

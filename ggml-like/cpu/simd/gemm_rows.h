@@ -1,10 +1,11 @@
 // The integer GEMMs' path for a few activation columns (a decode step), written once for every
 // instruction set: no panels, the weight rows are read straight from the matrix, one row after
 // another. A sequential walk lets the hardware prefetcher stream the rows at close to the
-// bandwidth of a plain read (interleaving several rows measured ~25% slower). A block's quants are
-// unpacked once (Format::Steps::q4 / q8: 32 values in element order), Format::sums multiplies them
-// by each column's block into 8 lane sums, and the block's scales apply to the 8 lanes at once:
-// each lane takes an eighth of the zero point (Q4_0) or of the min times the block's sum (Q4_1).
+// bandwidth of a plain read; interleaving several rows measured slower (docs/cpu-speed.md, "Decode
+// rows"). A block's quants are unpacked once (Format::Steps::q4 / q8: 32 values in element order),
+// Format::sums multiplies them by each column's block into 8 lane sums, and the block's scales
+// apply to the 8 lanes at once: each lane takes an eighth of the zero point (Q4_0) or of the min
+// times the block's sum (Q4_1).
 // The lanes are summed once per row. Q8_0 goes to Format::signed_sums where a Format takes it
 // (Format::kTakesQ8_0). The float lane ops (RowF, rfmadd, ...) come from the set's gemm_steps.h.
 #pragma once
@@ -47,7 +48,8 @@ void row_times_columns(const uint8_t* row, int64_t blocks, size_t block_bytes, c
   RowF acc[2][C];
   for (auto& set : acc)
     for (auto& a : set) a = rzero();
-  // Inlined by force: GCC otherwise may leave it a call per block (measured: Q4_0 rows ~1.7x slower).
+  // Inlined by force: GCC otherwise may leave it a call per block, which measured much slower
+  // (docs/cpu-speed.md, "Decode rows").
   auto block = [&](int64_t b, RowF* into) __attribute__((always_inline)) {
     const uint8_t* blk = row + b * block_bytes;
     __builtin_prefetch(blk + row_walk::kPrefetchBytes);

@@ -3,8 +3,8 @@
 // vector's lane r is row r of a group of 8, so each block's scale conversion, unpacking and
 // activation broadcasts serve 8 rows, and the lane sums are the rows' results: nothing is summed
 // horizontally. (The plain rows path, gemm_rows.h, walks one row at a time and spends about as
-// many instructions on each row as this does on 8: compute-bound at ~13-18 GB/s per core, where
-// this streams ~19-23 GB/s from DRAM on one Zen 4 core, docs/cpu-speed.md.)
+// many instructions on each row as this does on 8, so it is compute-bound where this streams
+// faster from DRAM: docs/cpu-speed.md, "Decode rows".)
 //
 // A Format has Column (with per-block scale[], the activations' step, and qsum[], the sum of the
 // block's integer activations), view(column, n), Steps (gemm_rows8_steps::Quads, Bytes or Words:
@@ -44,7 +44,8 @@ inline constexpr int64_t kRows = kInterleavedRows;
 inline constexpr size_t kScalesBytes = kRows * sizeof(uint16_t);
 inline constexpr size_t kQuadBytes = kRows * 4;  // 4 bytes of each row
 // The walk (row_walk.h) is one sequential stream that the hardware prefetcher follows: a software
-// prefetch 1-8 KiB ahead measured 5-12% slower decode (Zen 4, two threads), none at all the fastest.
+// prefetch ahead of it measured slower decode, none at all the fastest (docs/cpu-speed.md, "Decode
+// rows").
 
 // y[c][0..8) = the group's 8 rows times column c, for C columns.
 template <class Format, int C>

@@ -59,12 +59,12 @@ namespace {
 // (close to float32), except in the routed experts of a MoE with 4-bit weights, which take 8-bit
 // activations: twice the multiply-add rate where most of the work is, measured to keep the
 // quantized fixtures as close to the exact result as the reference engine's own 8-bit matmuls
-// (README, "CPU speed"). Many columns go through the GEMM's panels, a few (a decode step) straight
-// through the weight rows. The K-quant / IQ4 / Q5 types take the 16-bit GEMM too (8-bit
-// activations everywhere measured up to 2.3x the reference engine's own distance from the exact
-// logits on the kquant fixtures), except the routed experts of a decode step (fewer than
-// kIntGemmMinCols columns), which keep the reference engine's 8-bit activations on the rows path
-// (gemm_kquant.cpp; in the routed experts alone at most 0.96x its distance).
+// (docs/cpu-kernels.md, "Which precision each product uses"). Many columns go through the GEMM's
+// panels, a few (a decode step) straight through the weight rows. The K-quant / IQ4 / Q5 types take
+// the 16-bit GEMM too (8-bit activations everywhere measured too far from the exact logits on the
+// kquant fixtures), except the routed experts of a decode step (fewer than kIntGemmMinCols
+// columns), which keep the reference engine's 8-bit activations on the rows path (gemm_kquant.cpp;
+// there alone they stay within its distance; the figures are in the same section).
 const IntGemm* int_gemm_for(const Tensor& w, const Tensor& x, bool routed_experts, int64_t cols) {
   if (x.type != Type::F32 || x.nb[0] != sizeof(float)) return nullptr;
   const bool int16 = kInt16Gemm.supports(w.type, w.ne[0]);

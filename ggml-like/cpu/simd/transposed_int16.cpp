@@ -3,9 +3,8 @@
 // sets, arch/x86/transposed_x86.h). MLA's decode takes it for every token: the query's absorption
 // through the key half of attn_kv_b (16 heads x 128 rows x 512 in DeepSeek-V2-Lite). The float
 // path (dot.cpp) decodes every weight to a float and multiplies it once; here two rows' quants of
-// a block go into 16-bit pairs and one multiply-add instruction takes 16 products. Measured on one
-// Zen 4 core (avx2 set), V2-Lite's key halves per token: float 3.3-5.0 ms, integers 1.6-1.7 ms;
-// in the whole model (2 threads) 2.7 -> 1.4 ms a token.
+// a block go into 16-bit pairs and one multiply-add instruction takes 16 products, which measured
+// about twice as fast as the float path (docs/cpu-speed.md, "Query absorption (mul_mat_t)").
 //
 // Rows go in groups of 16, block columns kColumns at a time: the group's activations times the
 // block scales of its rows are quantized per block column (14 bits against the largest, as every

@@ -21,10 +21,9 @@ inline constexpr int64_t kLanes = 8;
 inline constexpr int kRegisters = 16;
 
 // ---- 16-bit integer steps (attention_int16.cpp) ----
-// The integer kernel's speed over the float one (MHA, V2-Lite's 192 / 128 head sizes, 2048 tokens,
-// one core of a quiet Sapphire Rapids VM, two runs: avx2 303 / 298 -> 205 / 217 ms, avx2vnni
-// 315 / 299 -> 166 / 168 ms), scaled by the avx512 set's ratio of the figure its prefill-form choice
-// was calibrated with (1.7) to its ratio measured the same way (211 / 197 -> 103 / 105 ms, 1.95).
+// The integer kernel's speed over the float one (MHA, measured on one core), scaled by the avx512
+// set's ratio of the figure its prefill-form choice was calibrated with to its ratio measured the
+// same way (docs/cpu-speed.md, "Integer attention speedups").
 #if defined(__AVXVNNI__)
 inline constexpr double kInt16Speedup = 1.6;
 #else
@@ -32,9 +31,9 @@ inline constexpr double kInt16Speedup = 1.25;
 #endif
 // Grouped heads (MLA's absorbed attention) keep the float kernel: without VNNI a 16-bit product
 // step is two instructions (VPMADDWD + VPADDD) for 16 multiply-adds, as many as two float FMAs, so
-// converting each key row is pure cost (one core, 4096 cached latents, Zen 4 running this set: 16
-// heads f16 1.54 -> 1.96 ms, q8_0 1.53 -> 1.69; 128 heads q8_0 12.1 -> 13.2). (The avx2vnni set,
-// whose VPDPWSSD is one instruction, is unmeasured: no AVX-VNNI CPU was at hand.)
+// converting each key row is pure cost: the integer kernel measured slower on this set
+// (docs/cpu-speed.md, "Integer attention speedups"). (The avx2vnni set, whose VPDPWSSD is one
+// instruction, is unmeasured: no AVX-VNNI CPU was at hand.)
 inline constexpr int64_t kGroupedInt16MinHeads = 0;  // never
 inline constexpr double kGroupedInt16Speedup = 1.0;
 

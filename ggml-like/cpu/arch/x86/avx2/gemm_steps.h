@@ -211,6 +211,7 @@ struct PairRows {
   // 8 lane sums of the block's 32 products, from the block's int16 activations q.
   static __m256i sums(const Weights& w, const int16_t* q, const int8_t*, const uint8_t*) {
 #if GGL_VNNI256  // the avx2vnni set (the AVX-512 set's byte split measured slower here than widening)
+    // The byte split's figures: docs/cpu-speed.md, "Decode rows".
     return vnni256::dpwssd(vnni256::dpwssd(_mm256_setzero_si256(), w.lo, load(q)), w.hi, load(q + 16));
 #else
     return _mm256_add_epi32(_mm256_madd_epi16(w.lo, load(q)), _mm256_madd_epi16(w.hi, load(q + 16)));

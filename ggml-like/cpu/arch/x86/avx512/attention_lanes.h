@@ -26,14 +26,14 @@ inline constexpr int kRegisters = 32;
 namespace ggl::GGL_ISA::attention_lanes {
 
 // ---- 16-bit integer steps (attention_int16.cpp) ----
-// The integer kernel's speed over the float one at 7680 cached tokens of V2-Lite shapes, 2 threads
-// (README, "CPU speed"), which the MLA prefill-form choice was calibrated with.
+// The integer kernel's speed over the float one at 7680 cached tokens of V2-Lite shapes, 2 threads,
+// which the MLA prefill-form choice was calibrated with (docs/cpu-speed.md, "Integer attention
+// speedups").
 inline constexpr double kInt16Speedup = 1.7;
 // Grouped heads (MLA's absorbed attention) take the integer kernel from this many heads per KV head
-// on: a pass of two vectors of heads shares each key row's conversion. One core, 4096 cached
-// latents (512 + 64), Zen 4: 32 heads f16 2.90 -> 2.16 ms, q8_0 2.80 -> 1.91; 128 heads f16 11.96
-// -> 8.66, q8_0 11.38 -> 7.70 (1.35-1.48x); 16 heads, one vector: f16 1.44 -> 1.41, q8_0 1.41 ->
-// 1.22, too little for a second kernel's rounding.
+// on: a pass of two vectors of heads shares each key row's conversion. With one vector (16 heads)
+// the gain measured too small to pay for a second kernel's rounding (docs/cpu-speed.md, "Integer
+// attention speedups").
 inline constexpr int64_t kGroupedInt16MinHeads = 32;
 inline constexpr double kGroupedInt16Speedup = 1.4;
 using IVec = xsimd::batch<int32_t, Vec::arch_type>;  // 16 int32 lanes, or 16 pairs of int16
