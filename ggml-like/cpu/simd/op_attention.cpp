@@ -50,11 +50,6 @@ struct Scratch {
 
 // Wide scratch (see the file comment): transposed scaled queries [Dk][lanes], transposed
 // accumulators [Dv][lanes], a block's scores [kKeyBlock][lanes], and its decoded K and V rows.
-// Heads per heads-on-lanes pass:
-constexpr int64_t kHeadLanes = 16;
-// MHA batches of at least this many tokens put tokens on lanes, up to kMaxLanes per pass (they
-// share each key row read).
-constexpr int64_t kMinTokenLanes = 4;
 constexpr int64_t kMaxLanes = 32;
 constexpr int64_t kKeyBlock = 32;
 // Independent accumulators in the score and value loops: with the lane vectors of a pass (up to 4
@@ -140,6 +135,11 @@ void attend(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int64_t j0
 }
 
 #if defined(GGL_ATTN_WIDE)
+// Heads per heads-on-lanes pass:
+constexpr int64_t kHeadLanes = 16;
+// MHA batches of at least this many tokens put tokens on lanes, up to kMaxLanes per pass (they
+// share each key row read).
+constexpr int64_t kMinTokenLanes = 4;
 using attention_wide::in_register;
 using attention_wide::kLanes;
 using attention_wide::Vec;
