@@ -7,7 +7,7 @@
 # cross compiler, and the arm64 libraries as multiarch packages (dpkg --add-architecture arm64),
 # which qemu-aarch64 (qemu-user) runs the tests with.
 set -euo pipefail
-packages=(cmake g++ make pkg-config ccache qemu-user libomp-dev libxsimd-dev xtl-dev nlohmann-json3-dev
+packages=(cmake g++ make ninja-build pkg-config ccache qemu-user libomp-dev libxsimd-dev xtl-dev nlohmann-json3-dev
           libcli11-dev libfmt-dev libpcre2-dev libedit-dev libgtest-dev libgmock-dev)
 aarch64=0
 cuda=0
