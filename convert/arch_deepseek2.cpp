@@ -12,7 +12,6 @@
 namespace latte::convert {
 namespace {
 
-
 // The rope_scaling block: only YaRN (DeepSeek's long-context extension) is representable.
 void add_rope_scaling(const JsonObject& cfg, const std::string& a, ggl::Metadata& md) {
   if (!cfg.has("rope_scaling")) {
@@ -23,8 +22,7 @@ void add_rope_scaling(const JsonObject& cfg, const std::string& a, ggl::Metadata
   }
   JsonObject rs = cfg.get_object("rope_scaling");
   std::string type = rs.has("type") ? rs.get_string("type") : rs.opt_string("rope_type").value_or("");
-  if (type != "yarn")
-    ggl::fail("{}: rope type '{}' is not supported for DeepSeek (only yarn)", rs.source(), type);
+  if (type != "yarn") ggl::fail("{}: rope type '{}' is not supported for DeepSeek (only yarn)", rs.source(), type);
   const double factor = rs.get_float("factor");
   const int64_t orig_ctx = rs.get_int("original_max_position_embeddings");
   const double mscale_all_dim = rs.float_or("mscale_all_dim", 0.0);
@@ -95,8 +93,8 @@ ModelPlan plan_deepseek2(const JsonObject& cfg, const SafetensorsCheckpoint& ckp
     topk_group = cfg.int_or("topk_group", n_group);
     if (n_group > 1 && topk_group < n_group) {
       if (n_expert % n_group != 0 || topk_group <= 0)
-        ggl::fail("{}: n_group {} / topk_group {} do not divide n_routed_experts {}", cfg.source(), n_group,
-                  topk_group, n_expert);
+        ggl::fail("{}: n_group {} / topk_group {} do not divide n_routed_experts {}", cfg.source(), n_group, topk_group,
+                  n_expert);
       if (cfg.opt_string("topk_method").value_or("") != "noaux_tc") {
         plan.notices.push_back(fmt::format(
             "topk_method '{}' with n_group {} / topk_group {} has no GGUF form; experts are chosen over all groups",
@@ -170,20 +168,23 @@ ModelPlan plan_deepseek2(const JsonObject& cfg, const SafetensorsCheckpoint& ckp
     out.push_back(plan_copy("output.weight", ck.take("lm_head.weight", {n_vocab, n_embd})));
 
   for (int64_t il = 0; il < n_layer; ++il) {
-    out.push_back(plan_copy(gguf_block_name(il, "attn_norm.weight"), ck.take(hf_layer_name(il, "input_layernorm.weight"), {n_embd})));
+    out.push_back(plan_copy(gguf_block_name(il, "attn_norm.weight"),
+                            ck.take(hf_layer_name(il, "input_layernorm.weight"), {n_embd})));
     if (q_lora) {
       out.push_back(plan_copy(gguf_block_name(il, "attn_q_a.weight"),
                               ck.take(hf_layer_name(il, "self_attn.q_a_proj.weight"), {*q_lora, n_embd})));
       out.push_back(plan_copy(gguf_block_name(il, "attn_q_a_norm.weight"),
                               ck.take(hf_layer_name(il, "self_attn.q_a_layernorm.weight"), {*q_lora})));
-      out.push_back(plan_copy(gguf_block_name(il, "attn_q_b.weight"),
-                              ck.take(hf_layer_name(il, "self_attn.q_b_proj.weight"), {n_head * (nope + rope), *q_lora})));
+      out.push_back(
+          plan_copy(gguf_block_name(il, "attn_q_b.weight"),
+                    ck.take(hf_layer_name(il, "self_attn.q_b_proj.weight"), {n_head * (nope + rope), *q_lora})));
     } else {
       out.push_back(plan_copy(gguf_block_name(il, "attn_q.weight"),
                               ck.take(hf_layer_name(il, "self_attn.q_proj.weight"), {n_head * (nope + rope), n_embd})));
     }
-    out.push_back(plan_copy(gguf_block_name(il, "attn_kv_a_mqa.weight"),
-                            ck.take(hf_layer_name(il, "self_attn.kv_a_proj_with_mqa.weight"), {kv_lora + rope, n_embd})));
+    out.push_back(
+        plan_copy(gguf_block_name(il, "attn_kv_a_mqa.weight"),
+                  ck.take(hf_layer_name(il, "self_attn.kv_a_proj_with_mqa.weight"), {kv_lora + rope, n_embd})));
     out.push_back(plan_copy(gguf_block_name(il, "attn_kv_a_norm.weight"),
                             ck.take(hf_layer_name(il, "self_attn.kv_a_layernorm.weight"), {kv_lora})));
     const StTensor& kv_b = ck.take(hf_layer_name(il, "self_attn.kv_b_proj.weight"), {n_head * (nope + v_dim), kv_lora});
@@ -195,16 +196,20 @@ ModelPlan plan_deepseek2(const JsonObject& cfg, const SafetensorsCheckpoint& ckp
     }
     out.push_back(plan_copy(gguf_block_name(il, "attn_output.weight"),
                             ck.take(hf_layer_name(il, "self_attn.o_proj.weight"), {n_embd, n_head * v_dim})));
-    out.push_back(
-        plan_copy(gguf_block_name(il, "ffn_norm.weight"), ck.take(hf_layer_name(il, "post_attention_layernorm.weight"), {n_embd})));
+    out.push_back(plan_copy(gguf_block_name(il, "ffn_norm.weight"),
+                            ck.take(hf_layer_name(il, "post_attention_layernorm.weight"), {n_embd})));
 
     if (!moe || il < n_dense) {
-      out.push_back(plan_copy(gguf_block_name(il, "ffn_gate.weight"), ck.take(hf_layer_name(il, "mlp.gate_proj.weight"), {n_ff, n_embd})));
-      out.push_back(plan_copy(gguf_block_name(il, "ffn_up.weight"), ck.take(hf_layer_name(il, "mlp.up_proj.weight"), {n_ff, n_embd})));
-      out.push_back(plan_copy(gguf_block_name(il, "ffn_down.weight"), ck.take(hf_layer_name(il, "mlp.down_proj.weight"), {n_embd, n_ff})));
+      out.push_back(plan_copy(gguf_block_name(il, "ffn_gate.weight"),
+                              ck.take(hf_layer_name(il, "mlp.gate_proj.weight"), {n_ff, n_embd})));
+      out.push_back(plan_copy(gguf_block_name(il, "ffn_up.weight"),
+                              ck.take(hf_layer_name(il, "mlp.up_proj.weight"), {n_ff, n_embd})));
+      out.push_back(plan_copy(gguf_block_name(il, "ffn_down.weight"),
+                              ck.take(hf_layer_name(il, "mlp.down_proj.weight"), {n_embd, n_ff})));
       continue;
     }
-    out.push_back(plan_copy(gguf_block_name(il, "ffn_gate_inp.weight"), ck.take(hf_layer_name(il, "mlp.gate.weight"), {n_expert, n_embd})));
+    out.push_back(plan_copy(gguf_block_name(il, "ffn_gate_inp.weight"),
+                            ck.take(hf_layer_name(il, "mlp.gate.weight"), {n_expert, n_embd})));
     // V3's aux-loss-free balancing adds a per-expert bias used only for choosing experts.
     const std::string bias = hf_layer_name(il, "mlp.gate.e_score_correction_bias");
     if (ck.has(bias) || cfg.opt_string("topk_method") == std::optional<std::string>("noaux_tc"))

@@ -49,8 +49,7 @@ ModelPlan plan_llama(const JsonObject& cfg, const SafetensorsCheckpoint& ckpt, c
   if (cfg.has("rope_scaling")) {
     JsonObject rs = cfg.get_object("rope_scaling");
     std::string type = rs.has("type") ? rs.get_string("type") : rs.opt_string("rope_type").value_or("");
-    if (type != "linear")
-      ggl::fail("{}: rope type '{}' is not supported for llama (only linear)", rs.source(), type);
+    if (type != "linear") ggl::fail("{}: rope type '{}' is not supported for llama (only linear)", rs.source(), type);
     put_str(md, a + ".rope.scaling.type", "linear");
     put_f32(md, a + ".rope.scaling.factor", rs.get_float("factor"));
   }
@@ -67,19 +66,25 @@ ModelPlan plan_llama(const JsonObject& cfg, const SafetensorsCheckpoint& ckpt, c
   else if (ck.has("lm_head.weight"))
     ck.skip("lm_head.weight");
   for (int64_t il = 0; il < n_layer; ++il) {
-    out.push_back(plan_copy(gguf_block_name(il, "attn_norm.weight"), ck.take(hf_layer_name(il, "input_layernorm.weight"), {n_embd})));
+    out.push_back(plan_copy(gguf_block_name(il, "attn_norm.weight"),
+                            ck.take(hf_layer_name(il, "input_layernorm.weight"), {n_embd})));
     out.push_back(plan_rope_permuted(gguf_block_name(il, "attn_q.weight"),
                                      ck.take(hf_layer_name(il, "self_attn.q_proj.weight"), {q_rows, n_embd}), n_head));
     out.push_back(plan_rope_permuted(gguf_block_name(il, "attn_k.weight"),
-                                     ck.take(hf_layer_name(il, "self_attn.k_proj.weight"), {kv_rows, n_embd}), n_head_kv));
-    out.push_back(plan_copy(gguf_block_name(il, "attn_v.weight"), ck.take(hf_layer_name(il, "self_attn.v_proj.weight"), {kv_rows, n_embd})));
-    out.push_back(
-        plan_copy(gguf_block_name(il, "attn_output.weight"), ck.take(hf_layer_name(il, "self_attn.o_proj.weight"), {n_embd, q_rows})));
-    out.push_back(
-        plan_copy(gguf_block_name(il, "ffn_norm.weight"), ck.take(hf_layer_name(il, "post_attention_layernorm.weight"), {n_embd})));
-    out.push_back(plan_copy(gguf_block_name(il, "ffn_gate.weight"), ck.take(hf_layer_name(il, "mlp.gate_proj.weight"), {n_ff, n_embd})));
-    out.push_back(plan_copy(gguf_block_name(il, "ffn_up.weight"), ck.take(hf_layer_name(il, "mlp.up_proj.weight"), {n_ff, n_embd})));
-    out.push_back(plan_copy(gguf_block_name(il, "ffn_down.weight"), ck.take(hf_layer_name(il, "mlp.down_proj.weight"), {n_embd, n_ff})));
+                                     ck.take(hf_layer_name(il, "self_attn.k_proj.weight"), {kv_rows, n_embd}),
+                                     n_head_kv));
+    out.push_back(plan_copy(gguf_block_name(il, "attn_v.weight"),
+                            ck.take(hf_layer_name(il, "self_attn.v_proj.weight"), {kv_rows, n_embd})));
+    out.push_back(plan_copy(gguf_block_name(il, "attn_output.weight"),
+                            ck.take(hf_layer_name(il, "self_attn.o_proj.weight"), {n_embd, q_rows})));
+    out.push_back(plan_copy(gguf_block_name(il, "ffn_norm.weight"),
+                            ck.take(hf_layer_name(il, "post_attention_layernorm.weight"), {n_embd})));
+    out.push_back(plan_copy(gguf_block_name(il, "ffn_gate.weight"),
+                            ck.take(hf_layer_name(il, "mlp.gate_proj.weight"), {n_ff, n_embd})));
+    out.push_back(plan_copy(gguf_block_name(il, "ffn_up.weight"),
+                            ck.take(hf_layer_name(il, "mlp.up_proj.weight"), {n_ff, n_embd})));
+    out.push_back(plan_copy(gguf_block_name(il, "ffn_down.weight"),
+                            ck.take(hf_layer_name(il, "mlp.down_proj.weight"), {n_embd, n_ff})));
   }
   for (const StTensor* t : ckpt.all())
     if (t->name.ends_with("rotary_emb.inv_freq")) ck.skip(t->name);

@@ -19,21 +19,21 @@ struct ConvertOptions {
   std::string input_dir;
   std::string output_path;
   FileType file_type = *find_file_type("f16");  // llama.cpp file type (quant_recipe.h: which tensor gets which type)
-  std::optional<std::string> name;    // general.name; default: the directory's name
+  std::optional<std::string> name;              // general.name; default: the directory's name
   MlaLayout mla_layout = MlaLayout::KbVb;
   TokenizerOptions tokenizer;
-  bool progress = true;               // draw a progress bar when stderr is a terminal
+  bool progress = true;  // draw a progress bar when stderr is a terminal
   // Receives notices (tensors stored in another type, skipped tensors, ...). Default: stderr.
   std::function<void(std::string_view)> on_notice;
 };
 
 struct WriteReport {
   size_t n_tensors = 0;
-  uint64_t bytes = 0;                       // tensor data written
-  std::map<std::string, size_t> per_type;   // tensor count per type name
+  uint64_t bytes = 0;                      // tensor data written
+  std::map<std::string, size_t> per_type;  // tensor count per type name
   double seconds = 0;
   uint64_t peak_rss = 0;
-  std::string tokenizer;                    // description, or "" for none
+  std::string tokenizer;  // description, or "" for none
 };
 
 WriteReport convert_hf_checkpoint(const ConvertOptions& opts);

@@ -172,17 +172,19 @@ std::string identify_pre_tokenizer(const json& tj, const std::string& source) {
       starts_with(s[0], "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+"))
     return "llama-bpe";
   if (s.size() == 6 && s[0] == "[\\r\\n]" && starts_with(s[1], "\\s?[A-Za-zµÀ-ÖØ-öø-ƺ") &&
-      s[2] == "\\s?[!-/:-~！-／：-～‘-‟　-。]+" && s[3] == "\\s+$" && s[4] == "[一-龥ࠀ-一가-퟿]+" && s[5] == "\\p{N}+")
+      s[2] == "\\s?[!-/:-~！-／：-～‘-‟　-。]+" && s[3] == "\\s+$" && s[4] == "[一-龥ࠀ-一가-퟿]+" &&
+      s[5] == "\\p{N}+")
     return "deepseek-llm";
   if (s.size() == 5 && s[0] == "[\\r\\n]" && s[1] == "\\s?\\p{L}+" && s[2] == "\\s?\\p{P}+" &&
       s[3] == "[一-龥ࠀ-一가-퟿]+" && s[4] == "\\p{N}")
     return "deepseek-coder";
-  if (s.size() == 3 && s[0] == "\\p{N}{1,3}" && s[1] == "[一-龥぀-ゟ゠-ヿ]+" && contains(s[2], "[\\p{L}\\p{M}]+") &&
-      contains(s[2], " ?[\\p{P}\\p{S}]+"))
+  if (s.size() == 3 && s[0] == "\\p{N}{1,3}" && s[1] == "[一-龥぀-ゟ゠-ヿ]+" &&
+      contains(s[2], "[\\p{L}\\p{M}]+") && contains(s[2], " ?[\\p{P}\\p{S}]+"))
     return "deepseek-v3";
-  ggl::fail("{}: unrecognised byte-level pre-tokenizer (Split regexes: {}); known: gpt-2, llama-bpe, deepseek-llm, "
-            "deepseek-coder, deepseek-v3; name it with --tokenizer-pre",
-            source, describe_splits(shape));
+  ggl::fail(
+      "{}: unrecognised byte-level pre-tokenizer (Split regexes: {}); known: gpt-2, llama-bpe, deepseek-llm, "
+      "deepseek-coder, deepseek-v3; name it with --tokenizer-pre",
+      source, describe_splits(shape));
 }
 
 std::string add_tokenizer_metadata(const std::string& dir, const JsonObject& config, int64_t n_vocab,
@@ -196,13 +198,11 @@ std::string add_tokenizer_metadata(const std::string& dir, const JsonObject& con
   }
   const std::string src = tok_path.string();
   const json tj = read_json_file(src);
-  if (!tj.is_object() || !tj.contains("model") || !tj["model"].is_object())
-    ggl::fail("{}: no \"model\" object", src);
+  if (!tj.is_object() || !tj.contains("model") || !tj["model"].is_object()) ggl::fail("{}: no \"model\" object", src);
   const json& model = tj["model"];
   const std::string model_type = model.value("type", "");
   if (model_type != "BPE")
-    ggl::fail("{}: tokenizer model '{}' is not supported (byte-level BPE, or BPE with byte fallback)", src,
-              model_type);
+    ggl::fail("{}: tokenizer model '{}' is not supported (byte-level BPE, or BPE with byte fallback)", src, model_type);
   if (!model.contains("vocab") || !model["vocab"].is_object()) ggl::fail("{}: BPE model without a vocab", src);
   const bool byte_fallback = model.value("byte_fallback", false);
 
@@ -347,8 +347,8 @@ std::string add_tokenizer_metadata(const std::string& dir, const JsonObject& con
   } else {
     PreTokenizerShape shape;
     collect_pre_tokenizer(tj.value("pre_tokenizer", json()), shape, src);
-    const bool decoder_byte_level = tj.contains("decoder") && tj["decoder"].is_object() &&
-                                    tj["decoder"].value("type", "") == "ByteLevel";
+    const bool decoder_byte_level =
+        tj.contains("decoder") && tj["decoder"].is_object() && tj["decoder"].value("type", "") == "ByteLevel";
     if (!shape.byte_level && !decoder_byte_level)
       ggl::fail("{}: BPE without a ByteLevel pre-tokenizer or byte fallback is not supported", src);
     const std::string pre = opts.pre ? *opts.pre : identify_pre_tokenizer(tj, src);

@@ -66,7 +66,8 @@ ImportanceMatrix ImportanceMatrix::load_legacy(const std::string& path) {
   if (n_entries < 1) ggl::fail("{}: not an importance matrix (entry count {})", path, n_entries);
   for (int32_t i = 0; i < n_entries; ++i) {
     const int32_t len = c.i32("a name length");
-    if (len < 1 || len > 4096) ggl::fail("{}: corrupt importance matrix (entry {} has a name of {} bytes)", path, i, len);
+    if (len < 1 || len > 4096)
+      ggl::fail("{}: corrupt importance matrix (entry {} has a name of {} bytes)", path, i, len);
     std::string name(static_cast<size_t>(len), '\0');
     c.take(name.data(), name.size(), "a name");
     const int32_t ncall = c.i32("a call count");

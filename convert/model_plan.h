@@ -12,8 +12,8 @@
 namespace latte::convert {
 
 enum class MlaLayout {
-  KvB,      // the single attn_kv_b of older GGUFs
-  KbVb,     // attn_k_b + attn_v_b, the layout current converters write (default)
+  KvB,   // the single attn_kv_b of older GGUFs
+  KbVb,  // attn_k_b + attn_v_b, the layout current converters write (default)
 };
 
 struct PlanOptions {

@@ -14,25 +14,41 @@ using ggl::Type;
 
 // llama_ftype values (llama.h): they are what general.file_type holds.
 enum Ftype : uint32_t {
-  kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 7, kQ5_0 = 8, kQ5_1 = 9, kQ2_K = 10, kQ3_K_S = 11,
-  kQ3_K_M = 12, kQ3_K_L = 13, kQ4_K_S = 14, kQ4_K_M = 15, kQ5_K_S = 16, kQ5_K_M = 17, kQ6_K = 18,
-  kIQ4_NL = 25, kIQ4_XS = 30, kBF16 = 32,
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ8_0 = 7,
+  kQ5_0 = 8,
+  kQ5_1 = 9,
+  kQ2_K = 10,
+  kQ3_K_S = 11,
+  kQ3_K_M = 12,
+  kQ3_K_L = 13,
+  kQ4_K_S = 14,
+  kQ4_K_M = 15,
+  kQ5_K_S = 16,
+  kQ5_K_M = 17,
+  kQ6_K = 18,
+  kIQ4_NL = 25,
+  kIQ4_XS = 30,
+  kBF16 = 32,
 };
 
 constexpr FileType kFileTypes[] = {
-    {"f32", kF32, Type::F32},         {"f16", kF16, Type::F16},         {"bf16", kBF16, Type::BF16},
-    {"q8_0", kQ8_0, Type::Q8_0},      {"q4_0", kQ4_0, Type::Q4_0},      {"q4_1", kQ4_1, Type::Q4_1},
-    {"q5_0", kQ5_0, Type::Q5_0},      {"q5_1", kQ5_1, Type::Q5_1},      {"q2_k", kQ2_K, Type::Q2_K},
-    {"q3_k_s", kQ3_K_S, Type::Q3_K},  {"q3_k_m", kQ3_K_M, Type::Q3_K},  {"q3_k_l", kQ3_K_L, Type::Q3_K},
-    {"q4_k_s", kQ4_K_S, Type::Q4_K},  {"q4_k_m", kQ4_K_M, Type::Q4_K},  {"q5_k_s", kQ5_K_S, Type::Q5_K},
-    {"q5_k_m", kQ5_K_M, Type::Q5_K},  {"q6_k", kQ6_K, Type::Q6_K},      {"iq4_nl", kIQ4_NL, Type::IQ4_NL},
+    {"f32", kF32, Type::F32},          {"f16", kF16, Type::F16},        {"bf16", kBF16, Type::BF16},
+    {"q8_0", kQ8_0, Type::Q8_0},       {"q4_0", kQ4_0, Type::Q4_0},     {"q4_1", kQ4_1, Type::Q4_1},
+    {"q5_0", kQ5_0, Type::Q5_0},       {"q5_1", kQ5_1, Type::Q5_1},     {"q2_k", kQ2_K, Type::Q2_K},
+    {"q3_k_s", kQ3_K_S, Type::Q3_K},   {"q3_k_m", kQ3_K_M, Type::Q3_K}, {"q3_k_l", kQ3_K_L, Type::Q3_K},
+    {"q4_k_s", kQ4_K_S, Type::Q4_K},   {"q4_k_m", kQ4_K_M, Type::Q4_K}, {"q5_k_s", kQ5_K_S, Type::Q5_K},
+    {"q5_k_m", kQ5_K_M, Type::Q5_K},   {"q6_k", kQ6_K, Type::Q6_K},     {"iq4_nl", kIQ4_NL, Type::IQ4_NL},
     {"iq4_xs", kIQ4_XS, Type::IQ4_XS},
 };
 
 // The tensor types latte writes (for the per-tensor flags).
-constexpr Type kTensorTypes[] = {Type::F32,  Type::F16,  Type::BF16, Type::Q8_0, Type::Q4_0,   Type::Q4_1,
-                                 Type::Q5_0, Type::Q5_1, Type::Q2_K, Type::Q3_K, Type::Q4_K,   Type::Q5_K,
-                                 Type::Q6_K, Type::IQ4_NL, Type::IQ4_XS};
+constexpr Type kTensorTypes[] = {Type::F32,  Type::F16,  Type::BF16, Type::Q8_0,   Type::Q4_0,
+                                 Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q2_K,   Type::Q3_K,
+                                 Type::Q4_K, Type::Q5_K, Type::Q6_K, Type::IQ4_NL, Type::IQ4_XS};
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -63,7 +79,9 @@ TensorTypeChoice fallback(const std::string& name, int64_t ne0, Type t) {
   if (fits(t, ne0)) return {t, ""};
   Type fb = Type::F16;
   switch (t) {
-    case Type::Q2_K: case Type::Q3_K: case Type::IQ4_XS: fb = Type::IQ4_NL; break;
+    case Type::Q2_K:
+    case Type::Q3_K:
+    case Type::IQ4_XS: fb = Type::IQ4_NL; break;
     case Type::Q4_K: fb = Type::Q5_0; break;
     case Type::Q5_K: fb = Type::Q5_1; break;
     case Type::Q6_K: fb = Type::Q8_0; break;
@@ -121,12 +139,18 @@ class Mix {
  private:
   Type attn_v(Type type) {
     const int i = i_attention_wv_++;
-    if (ft_ == kQ2_K) type = n_gqa_ >= 4 ? Type::Q4_K : Type::Q3_K;
-    else if (ft_ == kQ3_K_M) type = i < 2 ? Type::Q5_K : Type::Q4_K;
-    else if (ft_ == kQ3_K_L) type = Type::Q5_K;
-    else if ((ft_ == kIQ4_NL || ft_ == kIQ4_XS) && n_gqa_ >= 4) type = Type::Q5_K;
-    else if ((ft_ == kQ4_K_M || ft_ == kQ5_K_M) && use_more_bits(i, n_attention_wv_)) type = Type::Q6_K;
-    else if (ft_ == kQ4_K_S && i < 4) type = Type::Q5_K;
+    if (ft_ == kQ2_K)
+      type = n_gqa_ >= 4 ? Type::Q4_K : Type::Q3_K;
+    else if (ft_ == kQ3_K_M)
+      type = i < 2 ? Type::Q5_K : Type::Q4_K;
+    else if (ft_ == kQ3_K_L)
+      type = Type::Q5_K;
+    else if ((ft_ == kIQ4_NL || ft_ == kIQ4_XS) && n_gqa_ >= 4)
+      type = Type::Q5_K;
+    else if ((ft_ == kQ4_K_M || ft_ == kQ5_K_M) && use_more_bits(i, n_attention_wv_))
+      type = Type::Q6_K;
+    else if (ft_ == kQ4_K_S && i < 4)
+      type = Type::Q5_K;
     // 70B: eight heads share each V, so the tensor is small and more bits cost little.
     if (is_70b_ && (type == Type::Q3_K || type == Type::Q4_K)) type = Type::Q5_K;
     if (model_.n_expert == 8) type = Type::Q8_0;
@@ -294,12 +318,13 @@ std::vector<TensorTypeChoice> choose_tensor_types(const FileType& ft, const Reci
       const std::string lname = lower(t.name);
       const auto manual = std::find_if(o.tensor_types.begin(), o.tensor_types.end(),
                                        [&](const TensorTypeOverride& x) { return std::regex_search(lname, x.regex); });
-      if (manual != o.tensor_types.end()) type = manual->type;
-      else if (!o.pure) type = mix.pick(t, type, o.output_tensor_type);
+      if (manual != o.tensor_types.end())
+        type = manual->type;
+      else if (!o.pure)
+        type = mix.pick(t, type, o.output_tensor_type);
     }
     c = fallback(t.name, t.ne[0], type);
-    if (!c.notice.empty() && o.pure)
-      ggl::fail("tensor {} (--pure forbids falling back to another type)", c.notice);
+    if (!c.notice.empty() && o.pure) ggl::fail("tensor {} (--pure forbids falling back to another type)", c.notice);
   }
   return out;
 }

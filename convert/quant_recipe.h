@@ -47,9 +47,9 @@ ggl::Type require_tensor_type(std::string_view name, std::string_view what);
 
 // What the recipes need to know about the model (llama.cpp reads the same hyperparameters).
 struct RecipeModel {
-  std::string arch;       // general.architecture
-  int64_t n_layer = 0;    // <arch>.block_count (0: unknown, counted from the tensor names)
-  int64_t n_expert = 0;   // <arch>.expert_count (0: dense)
+  std::string arch;      // general.architecture
+  int64_t n_layer = 0;   // <arch>.block_count (0: unknown, counted from the tensor names)
+  int64_t n_expert = 0;  // <arch>.expert_count (0: dense)
   int64_t n_head = 1, n_head_kv = 1;
 
   // Reads the keys above; errors name `path`.

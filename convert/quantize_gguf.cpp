@@ -52,9 +52,10 @@ void attach_importance(const ImportanceMatrix& im, const ggl::GgufFile& in, std:
     j.importance = v->data();
   }
   if (missing > 0)
-    notice(fmt::format("{} quantized tensor(s) have no importance matrix entry (first: {}); they are quantized "
-                       "without one",
-                       missing, first_missing));
+    notice(
+        fmt::format("{} quantized tensor(s) have no importance matrix entry (first: {}); they are quantized "
+                    "without one",
+                    missing, first_missing));
 }
 
 }  // namespace

@@ -17,13 +17,13 @@ struct QuantizeOptions {
   std::string input_path;
   std::string output_path;
   FileType file_type = *find_file_type("q8_0");
-  RecipeOptions recipe;                          // --pure, --output-tensor-type, ... (has_imatrix is set here)
-  bool leave_output_tensor = false;              // output.weight keeps its type and bytes
-  bool allow_requantize = false;                 // permit re-quantizing already quantized tensors
+  RecipeOptions recipe;              // --pure, --output-tensor-type, ... (has_imatrix is set here)
+  bool leave_output_tensor = false;  // output.weight keeps its type and bytes
+  bool allow_requantize = false;     // permit re-quantizing already quantized tensors
   // An importance matrix (GGUF or legacy .dat) whose per-column weights reach the quantizers;
   // its entries must name tensors of this model with matching sizes.
   std::string imatrix_path;
-  RowQuantizer quantizer;                        // default: the reference quantizers
+  RowQuantizer quantizer;  // default: the reference quantizers
   bool progress = true;
   std::function<void(std::string_view)> on_notice;  // default: stderr
 };

@@ -109,8 +109,7 @@ void SafetensorsFile::parse() {
   uint64_t header_len = 0;
   std::memcpy(&header_len, map_, 8);  // little-endian, as is every machine latte runs on
   if (header_len > size_ - 8)
-    ggl::fail("{}: safetensors header length {} is beyond the end of the file ({} bytes)", path_, header_len,
-              size_);
+    ggl::fail("{}: safetensors header length {} is beyond the end of the file ({} bytes)", path_, header_len, size_);
   if (header_len > kMaxHeaderBytes)
     ggl::fail("{}: safetensors header length {} is implausibly large", path_, header_len);
   const char* hdr = reinterpret_cast<const char*>(map_ + 8);
@@ -138,8 +137,7 @@ void SafetensorsFile::parse() {
     if (name == "__metadata__") {
       if (!v.is_object()) ggl::fail("{}: __metadata__ is not a JSON object", path_);
       for (auto m = v.begin(); m != v.end(); ++m) {
-        if (!m.value().is_string())
-          ggl::fail("{}: __metadata__ value '{}' is not a string", path_, printable(m.key()));
+        if (!m.value().is_string()) ggl::fail("{}: __metadata__ value '{}' is not a string", path_, printable(m.key()));
         metadata_[m.key()] = m.value().get<std::string>();
       }
       continue;
@@ -177,8 +175,8 @@ void SafetensorsFile::parse() {
       ggl::fail("{}: tensor '{}' data_offsets [{}, {}] are outside the {} data bytes", path_, printable(name), begin,
                 end, data_size);
     if (n > data_size / info->size || end - begin != n * info->size)
-      ggl::fail("{}: tensor '{}' has {} data bytes but {} {} needs {}", path_, printable(name), end - begin,
-                dtype, t.shape_text(), n * info->size);
+      ggl::fail("{}: tensor '{}' has {} data bytes but {} {} needs {}", path_, printable(name), end - begin, dtype,
+                t.shape_text(), n * info->size);
     t.data = data + begin;
     t.nbytes = end - begin;
     spans.push_back({begin, end, tensors_.size()});
@@ -233,8 +231,7 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const std::string& dir) : dir_(dir)
                   printable(shard));
       if (!shards.count(shard)) {
         fs::path p = root / shard;
-        if (!fs::exists(p))
-          ggl::fail("{}: shard listed in model.safetensors.index.json is missing", p.string());
+        if (!fs::exists(p)) ggl::fail("{}: shard listed in model.safetensors.index.json is missing", p.string());
         files_.push_back(std::make_unique<SafetensorsFile>(p.string()));
         shards[shard] = files_.back().get();
       }
@@ -254,8 +251,7 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const std::string& dir) : dir_(dir)
   for (const auto& f : files_)
     for (const StTensor& t : f->tensors()) {
       auto [it, inserted] = by_name_.emplace(t.name, &t);
-      if (!inserted)
-        ggl::fail("{}: tensor '{}' is also in {}", f->path(), printable(t.name), it->second->file->path());
+      if (!inserted) ggl::fail("{}: tensor '{}' is also in {}", f->path(), printable(t.name), it->second->file->path());
       total_bytes_ += t.nbytes;
     }
 }
@@ -284,9 +280,7 @@ void read_f32(const StTensor& t, int64_t first, int64_t n, float* dst) {
   const size_t es = dtype_size(t.dtype);
   const uint8_t* src = t.data + static_cast<size_t>(first) * es;
   switch (t.dtype) {
-    case StDtype::F32:
-      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
-      return;
+    case StDtype::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
     case StDtype::F16:
     case StDtype::BF16: {
       // The data section starts wherever the JSON header ends, so 16-bit values may sit at odd

@@ -14,10 +14,10 @@
 namespace latte::convert {
 
 struct PlannedTensor {
-  std::string name;                      // GGUF name, e.g. "blk.0.attn_q_a.weight"
-  std::vector<int64_t> ne;               // GGUF dims, fastest-first
-  RowFill fill;                          // rows of ne[0] floats, in GGUF order; reads each
-                                         // source row once (pages dropped after reading)
+  std::string name;         // GGUF name, e.g. "blk.0.attn_q_a.weight"
+  std::vector<int64_t> ne;  // GGUF dims, fastest-first
+  RowFill fill;             // rows of ne[0] floats, in GGUF order; reads each
+                            // source row once (pages dropped after reading)
 
   int64_t rows() const;
   int64_t n_elements() const;

@@ -27,8 +27,10 @@ void encode_rows(ggl::Type t, int64_t ne0, int64_t rows, const RowFill& fill, ui
           importance.values ? importance.values + (r + i) / importance.rows_per_matrix * ne0 : nullptr;
       const float* src = buf.data() + i * ne0;
       uint8_t* out = dst + static_cast<size_t>(r + i) * rb;
-      if (quantizer) quantizer(t, src, out, ne0, weights);
-      else ggl::quantize_row(t, src, out, ne0, weights);
+      if (quantizer)
+        quantizer(t, src, out, ne0, weights);
+      else
+        ggl::quantize_row(t, src, out, ne0, weights);
     }
   }
 }

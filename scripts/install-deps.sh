@@ -21,7 +21,9 @@ for option in "$@"; do
     --cuda) cuda=1 ;;
     # clang and its sanitizer and libFuzzer runtimes: the ASan+UBSan build and the fuzzer (.ci/run).
     --sanitize) packages+=(clang libclang-rt-14-dev) ;;
-    *) echo "install-deps.sh: unknown option '$option' (the options are --aarch64, --cuda and --sanitize)" >&2; exit 2 ;;
+    # clang-format, which CI checks the layout of the C++ files with (.clang-format).
+    --lint) packages+=(clang-format) ;;
+    *) echo "install-deps.sh: unknown option '$option' (the options are --aarch64, --cuda, --sanitize and --lint)" >&2; exit 2 ;;
   esac
 done
 sudo=""

@@ -40,7 +40,7 @@ void Backend::upload(void* dst, const void* host_src, size_t n) { std::memcpy(ds
 void Backend::download(void* host_dst, const void* src, size_t n) const { std::memcpy(host_dst, src, n); }
 
 std::shared_ptr<const PreparedWeights> Backend::prepare_weights(std::span<const OfferedWeight> weights,
-                                                               const std::function<void(size_t)>& on_copied) {
+                                                                const std::function<void(size_t)>& on_copied) {
   return nullptr;
 }
 

@@ -106,8 +106,7 @@ SplitPlan plan_split(const Graph& graph, std::span<Backend* const> backends, con
     bool cut = plan.parts.empty() || plan.parts.back().backend != b;
     // The routing must be on the host before the experts it names are copied: it may not be made
     // in the part that copies them.
-    if (copies && !cut)
-      cut = part_of[storage_base(nodes[i]->src[2])->index] == static_cast<int>(plan.parts.size()) - 1;
+    if (copies && !cut) cut = part_of[storage_base(nodes[i]->src[2])->index] == static_cast<int>(plan.parts.size()) - 1;
     if (cut) plan.parts.push_back({b, {}, {}});
     plan.parts.back().nodes.push_back(nodes[i]);
     if (copies) plan.parts.back().expert_copies.push_back(nodes[i]);
@@ -237,9 +236,8 @@ void Scheduler::run_part(const Graph& graph, int p, const std::vector<std::vecto
       b = sub.external(base->type, std::span<const int64_t>(base->ne, kMaxDims), data, base->name);
     }
     if (t == base) return b;
-    return mapped[t->index] =
-               sub.view(b, {t->ne[0], t->ne[1], t->ne[2], t->ne[3]}, {t->nb[0], t->nb[1], t->nb[2], t->nb[3]},
-                        t->view_offset, t->name);
+    return mapped[t->index] = sub.view(b, {t->ne[0], t->ne[1], t->ne[2], t->ne[3]},
+                                       {t->nb[0], t->nb[1], t->nb[2], t->nb[3]}, t->view_offset, t->name);
   };
   for (const Tensor* n : part.nodes) {
     std::array<Tensor*, kMaxSrc> srcs{};

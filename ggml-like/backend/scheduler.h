@@ -52,7 +52,7 @@ struct SplitPlan {
   std::vector<int> node_backend;  // by position in graph.nodes()
   std::vector<SplitPart> parts;
   std::vector<Crossing> crossings;
-  size_t crossing_bytes = 0;      // sum over crossings
+  size_t crossing_bytes = 0;  // sum over crossings
 };
 
 // backends: in order of preference; the last runs in host memory and supports every op (the CPU).
@@ -97,9 +97,9 @@ class Scheduler final : public Backend {
   SplitPlan plan_;
   size_t expert_bytes_ = 0;
   int single_ = -1;  // the backend that ran the whole last graph, when it was not split
-  std::vector<std::unique_ptr<BackendBuffer>> staging_;  // per backend: crossing copies
+  std::vector<std::unique_ptr<BackendBuffer>> staging_;         // per backend: crossing copies
   std::vector<std::unique_ptr<BackendBuffer>> expert_staging_;  // per backend: copied experts
-  std::vector<std::vector<uint8_t>> outputs_;            // by tensor index: outputs, in host memory
+  std::vector<std::vector<uint8_t>> outputs_;                   // by tensor index: outputs, in host memory
 };
 
 }  // namespace ggl

@@ -49,7 +49,7 @@ GGL_HD uint16_t float_to_half(float f) {
   const uint32_t exp = a >> 23;
   if (exp < 102) return sign;
   const uint32_t mant = (a & 0x7fffffu) | 0x800000u;  // |f| = mant * 2^(exp - 150)
-  const uint32_t shift = 126 - exp;                    // in [14, 24]
+  const uint32_t shift = 126 - exp;                   // in [14, 24]
   uint32_t h = mant >> shift;
   const uint32_t rest = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
   if (rest > half || (rest == half && (h & 1u))) ++h;  // may become 0x400, the smallest normal

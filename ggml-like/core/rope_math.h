@@ -30,7 +30,8 @@ GGL_HD void rope_ramp(RopeArgs& r, int n_ctx_orig, float beta_fast, float beta_s
   r.ramp_low = r.ramp_high = 0.0f;
   if (r.ext_factor == 0.0f) return;
   r.ramp_low = fmaxf(0.0f, floorf(yarn_corr_dim(r.n_rot, n_ctx_orig, beta_fast, r.freq_base)));
-  r.ramp_high = fminf(static_cast<float>(r.n_rot - 1), ceilf(yarn_corr_dim(r.n_rot, n_ctx_orig, beta_slow, r.freq_base)));
+  r.ramp_high =
+      fminf(static_cast<float>(r.n_rot - 1), ceilf(yarn_corr_dim(r.n_rot, n_ctx_orig, beta_slow, r.freq_base)));
 }
 
 // cos and sin (times attn_factor) of pair i at position pos; freq_factor divides the original

@@ -13,24 +13,24 @@
 namespace ggl {
 
 enum class Op : uint8_t {
-  kLeaf,       // no computation: external memory or a graph input
-  kView,       // no computation: a reshaped / permuted / sliced window onto view_src
-  kGetRows,    // rows of a table selected by ids, converted to f32
-  kRmsNorm,    // x / sqrt(mean(x^2) + eps) per row
-  kAdd,        // a + b, b broadcast
-  kMul,        // a * b, b broadcast
-  kDiv,        // a / b, b broadcast
-  kScale,      // a * s
-  kSumRows,    // sum over dimension 0
-  kSoftmax,    // softmax over dimension 0
+  kLeaf,     // no computation: external memory or a graph input
+  kView,     // no computation: a reshaped / permuted / sliced window onto view_src
+  kGetRows,  // rows of a table selected by ids, converted to f32
+  kRmsNorm,  // x / sqrt(mean(x^2) + eps) per row
+  kAdd,      // a + b, b broadcast
+  kMul,      // a * b, b broadcast
+  kDiv,      // a / b, b broadcast
+  kScale,    // a * s
+  kSumRows,  // sum over dimension 0
+  kSoftmax,  // softmax over dimension 0
   kSigmoid,
   kSilu,
-  kSwiglu,     // silu(a) * b
-  kMulMat,     // out[n, m] = sum_k w[k, n] x[k, m]   (w rows contracted)
-  kMulMatT,    // out[n, m] = sum_k w[n, k] x[k, m]   (w columns contracted: w used transposed)
-  kMulMatId,   // per (slot, token) a matrix chosen by an id (mixture-of-experts weights)
-  kRope,       // rotary position embedding with optional YaRN
-  kTopK,       // indices of the k largest values per row (optionally group-limited)
+  kSwiglu,    // silu(a) * b
+  kMulMat,    // out[n, m] = sum_k w[k, n] x[k, m]   (w rows contracted)
+  kMulMatT,   // out[n, m] = sum_k w[n, k] x[k, m]   (w columns contracted: w used transposed)
+  kMulMatId,  // per (slot, token) a matrix chosen by an id (mixture-of-experts weights)
+  kRope,      // rotary position embedding with optional YaRN
+  kTopK,      // indices of the k largest values per row (optionally group-limited)
   kConcat,
   kCont,       // contiguous f32 copy of any (strided, any element type) tensor
   kCopy,       // converts f32 into the element type of a destination (aliases the destination)
@@ -76,9 +76,7 @@ struct Tensor {
   uint8_t* row(int64_t i1, int64_t i2 = 0, int64_t i3 = 0) const {
     return bytes() + i1 * nb[1] + i2 * nb[2] + i3 * nb[3];
   }
-  float* f32_row(int64_t i1, int64_t i2 = 0, int64_t i3 = 0) const {
-    return reinterpret_cast<float*>(row(i1, i2, i3));
-  }
+  float* f32_row(int64_t i1, int64_t i2 = 0, int64_t i3 = 0) const { return reinterpret_cast<float*>(row(i1, i2, i3)); }
   const int32_t* i32_row(int64_t i1, int64_t i2 = 0, int64_t i3 = 0) const {
     return reinterpret_cast<const int32_t*>(row(i1, i2, i3));
   }

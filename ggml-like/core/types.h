@@ -54,9 +54,9 @@ inline constexpr int kQuantBlock = 32;   // weights per block for Q4_0, Q4_1, Q5
 inline constexpr int kSuperBlock = 256;  // weights per super-block for the K-quants and IQ4_XS
 
 struct TypeTraits {
-  std::string_view name;   // "f32", "q8_0", ... (lower case, as llama.cpp prints them)
-  int block_size;          // elements per block (1 for plain types)
-  size_t block_bytes;      // bytes per block
+  std::string_view name;  // "f32", "q8_0", ... (lower case, as llama.cpp prints them)
+  int block_size;         // elements per block (1 for plain types)
+  size_t block_bytes;     // bytes per block
   bool quantized;
 };
 

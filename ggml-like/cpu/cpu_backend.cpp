@@ -162,8 +162,8 @@ std::vector<char> CpuBackend::barriers_needed(const Graph& graph, int n_threads)
       writes.push_back(work);
     }
     const bool solo = runs_on_thread0_only(n);
-    bool conflict = any_overlap(reads, team_writes) || any_overlap(writes, team_reads) ||
-                    any_overlap(writes, team_writes);
+    bool conflict =
+        any_overlap(reads, team_writes) || any_overlap(writes, team_reads) || any_overlap(writes, team_writes);
     if (!solo)
       conflict = conflict || any_overlap(reads, solo_writes) || any_overlap(writes, solo_reads) ||
                  any_overlap(writes, solo_writes);
@@ -184,7 +184,7 @@ std::vector<char> CpuBackend::barriers_needed(const Graph& graph, int n_threads)
 }
 
 std::shared_ptr<const PreparedWeights> CpuBackend::prepare_weights(std::span<const OfferedWeight> weights,
-                                                                  const std::function<void(size_t)>& on_copied) {
+                                                                   const std::function<void(size_t)>& on_copied) {
   auto repacked = std::make_shared<const RepackedWeights>(weights, on_copied);
   if (repacked->count() == 0) return nullptr;
   return repacked;

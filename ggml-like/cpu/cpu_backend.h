@@ -35,12 +35,12 @@ class CpuBackend final : public Backend {
   void use_prepared_weights(std::shared_ptr<const PreparedWeights> prepared) override;
 
   int n_threads() const { return n_threads_; }
-  int last_threads() const { return last_threads_; }       // threads the last graph ran on
+  int last_threads() const { return last_threads_; }  // threads the last graph ran on
   const PlanCache& plans() const { return plans_; }
   size_t arena_bytes() const { return arena_size_; }       // current arena capacity
   size_t last_plan_bytes() const { return last_plan_; }    // what the last graph needed
   size_t last_naive_bytes() const { return last_naive_; }  // ... without reuse
-  int last_barriers() const { return last_barriers_; }      // barriers between nodes in the last graph
+  int last_barriers() const { return last_barriers_; }     // barriers between nodes in the last graph
   // Leaves read rewritten (prepare_weights), over every graph computed so far.
   int64_t repacked_leaves_read() const { return repacked_leaves_read_; }
 

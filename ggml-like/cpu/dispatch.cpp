@@ -135,8 +135,8 @@ CpuPathCounts cpu_path_counts(const CpuKernels& k) {
 
 float dot_row(Type t, const void* w_row, const float* x, int64_t n) { return cpu_kernels().dot_row(t, w_row, x, n); }
 
-void matmul(Type t, const void* w, int64_t rows, int64_t n, const float* x, int64_t x_stride, int64_t n_cols,
-            float* y, int64_t y_stride, int64_t row_begin, int64_t row_end) {
+void matmul(Type t, const void* w, int64_t rows, int64_t n, const float* x, int64_t x_stride, int64_t n_cols, float* y,
+            int64_t y_stride, int64_t row_begin, int64_t row_end) {
   cpu_kernels().matmul(t, w, rows, n, x, x_stride, n_cols, y, y_stride, row_begin, row_end);
 }
 

@@ -20,8 +20,8 @@ void matvec(Type t, const void* w, int64_t rows, int64_t n, const float* x, floa
 // [row_begin, row_end):
 //   y[c * y_stride + r] = dot(row r of w, x + c * x_stride)
 // w has `rows` rows of n elements, row_bytes(t, n) apart. Callers thread over disjoint row ranges.
-void matmul(Type t, const void* w, int64_t rows, int64_t n, const float* x, int64_t x_stride, int64_t n_cols,
-            float* y, int64_t y_stride, int64_t row_begin, int64_t row_end);
+void matmul(Type t, const void* w, int64_t rows, int64_t n, const float* x, int64_t x_stride, int64_t n_cols, float* y,
+            int64_t y_stride, int64_t row_begin, int64_t row_end);
 
 // Row w_row of n elements of type t as float32, decoded as the dot products above decode it
 // (vectorised; for the transposed products, which add whole weight rows into their outputs).

@@ -56,7 +56,9 @@ constexpr uint32_t kLow4 = 0x0F0F0F0F, kLow2 = 0x03030303;
 // The interleaved sub-block c of a group block, lane r: quad u holds elements 4u.. (low nibbles)
 // and 16 + 4u.. (high nibbles); the two top-bit quads the top bits of 4u + j (first) and 16 + 4u + j
 // (second) in byte j at bit 2u.
-size_t lane(int c, int quad, int r) { return kQuants + c * kSubBlockBytes + (quad * kInterleavedRows + r) * kQuadBytes; }
+size_t lane(int c, int quad, int r) {
+  return kQuants + c * kSubBlockBytes + (quad * kInterleavedRows + r) * kQuadBytes;
+}
 
 void interleave_q6_k(const BlockQ6_K* const* rows, uint8_t* out) {
   std::memset(out, 0, kGroupBytes);

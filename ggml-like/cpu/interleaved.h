@@ -42,9 +42,9 @@ inline constexpr size_t kMaxInterleavedQuantBytes = kQuantBlock;
 // Q6_K_R8's group super-block: where its parts start, and its size.
 namespace q6_k_r8 {
 inline constexpr size_t kScales = kInterleavedRows * sizeof(uint16_t);  // after the 8 fp16 d
-inline constexpr size_t kQuants = kScales + kInterleavedRows * 16;       // after the [16][8] scales
-inline constexpr size_t kSubBlockBytes = 6 * kInterleavedRows * 4;       // 4 + 2 quads of 8 rows
-inline constexpr size_t kGroupBytes = kQuants + 8 * kSubBlockBytes;      // 1680: 8 plain super-blocks
+inline constexpr size_t kQuants = kScales + kInterleavedRows * 16;      // after the [16][8] scales
+inline constexpr size_t kSubBlockBytes = 6 * kInterleavedRows * 4;      // 4 + 2 quads of 8 rows
+inline constexpr size_t kGroupBytes = kQuants + 8 * kSubBlockBytes;     // 1680: 8 plain super-blocks
 }  // namespace q6_k_r8
 
 // The interleaved type a matrix of type t, n_rows rows, can be rewritten into (Q4_0 -> Q4_0_R8,

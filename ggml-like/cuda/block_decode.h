@@ -286,12 +286,12 @@ GGL_HD void row_dot_lane(const uint8_t* row, int64_t n, const float* const* xs, 
   for (int64_t gi = lane; gi < groups; gi += lanes) {
     float v[kGroup];
     decode_group<D>(row, gi, v);
-GGL_UNROLL
+    GGL_UNROLL
     for (int c = 0; c < kCols; ++c) {
       if (c >= m) break;
       const float* x = xs[c] + gi * kGroup;
       float s = 0.0f;
-GGL_UNROLL
+      GGL_UNROLL
       for (int j = 0; j < kGroup; ++j) s += v[j] * x[j];
       acc[c] += s;
     }

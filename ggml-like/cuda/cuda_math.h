@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "ggml-like/core/half_bits.h"  // GGL_HD, half_to_float, float_to_half, bf16_to_float, float_to_bf16
+#include "ggml-like/core/half_bits.h"   // GGL_HD, half_to_float, float_to_half, bf16_to_float, float_to_bf16
 #include "ggml-like/core/rope_math.h"   // RopeArgs, rope_ramp, rope_cos_sin, rope_pair
 #include "ggml-like/core/top_k_rule.h"  // topk_before, topk_group_score
 
@@ -104,8 +104,8 @@ GGL_HD int64_t split_keys(int64_t n_kv, int splits, int tile) {
 
 // The best candidate among v[begin], v[begin + stride], ... below end whose flag is set, merged into
 // (best_v, best_i) (best_i < 0: none yet). One lane's share of a selection round.
-GGL_HD void topk_scan(const float* v, const uint8_t* allowed, int64_t begin, int64_t end, int64_t stride,
-                             float& best_v, int32_t& best_i) {
+GGL_HD void topk_scan(const float* v, const uint8_t* allowed, int64_t begin, int64_t end, int64_t stride, float& best_v,
+                      int32_t& best_i) {
   for (int64_t j = begin; j < end; j += stride)
     if (allowed[j] && (best_i < 0 || topk_before(v[j], static_cast<int32_t>(j), best_v, best_i))) {
       best_v = v[j];

@@ -16,8 +16,8 @@
 
 namespace ggl::cuda::mla {
 
-inline constexpr int kHeads = 16;              // query heads per block
-inline constexpr int kTile = 16;               // cached rows per shared-memory tile
+inline constexpr int kHeads = 16;                // query heads per block
+inline constexpr int kTile = 16;                 // cached rows per shared-memory tile
 inline constexpr int kThreads = kHeads * kTile;  // one per (head, key) when scoring
 inline constexpr int64_t kMaxDk = 576;
 inline constexpr int64_t kMaxDv = 512;
@@ -141,8 +141,8 @@ GGL_HD float* part(float* work, const Problem& p, int splits, int64_t t, int64_t
 }
 
 // Phase 5: the block's chunk state for its heads (those below H).
-GGL_HD void write_part(const Problem& p, int64_t t, int64_t h0, int split, int splits, int tid,
-                              const Registers& r, float* work) {
+GGL_HD void write_part(const Problem& p, int64_t t, int64_t h0, int split, int splits, int tid, const Registers& r,
+                       float* work) {
   const int h = tid / kTile, lane = tid % kTile;
   if (h0 + h < p.H) {
     float* out = part(work, p, splits, t, h0 + h, split);
@@ -176,7 +176,7 @@ GGL_HD float merged_inverse(float* work, const Problem& p, int splits, int64_t t
   return softmax_inverse(l);
 }
 GGL_HD float merged_value(float* work, const Problem& p, int splits, int64_t t, int64_t h, const float* weight,
-                                 float inverse, int64_t e) {
+                          float inverse, int64_t e) {
   float sum = 0.0f;
   for (int s = 0; s < splits; ++s) sum += weight[s] * part(work, p, splits, t, h, s)[e];
   return sum * inverse;

@@ -43,8 +43,10 @@ AttentionArgs attention_args(const Tensor& node) {
   const Tensor& q = *node.src[0];
   const Tensor& k = *node.src[1];
   const Tensor& v = *node.src[2];
-  return {q.data,     shape_of(q), k.data, shape_of(k), *elem_of(k.type), v.data, shape_of(v), *elem_of(v.type),
-          static_cast<const int32_t*>(node.src[3]->data), node.data, shape_of(node), node.params[0].f};
+  return {q.data,      shape_of(q),      k.data,
+          shape_of(k), *elem_of(k.type), v.data,
+          shape_of(v), *elem_of(v.type), static_cast<const int32_t*>(node.src[3]->data),
+          node.data,   shape_of(node),   node.params[0].f};
 }
 
 }  // namespace

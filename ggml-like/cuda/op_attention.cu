@@ -20,8 +20,8 @@ namespace ggl::cuda {
 namespace {
 
 constexpr int kWarp = 32;
-constexpr int kRowsPerBlock = 4;                    // general form: warps (query rows) per block
-constexpr int kLaneValues = kAttnMaxDim / kWarp;    // accumulators per lane
+constexpr int kRowsPerBlock = 4;                  // general form: warps (query rows) per block
+constexpr int kLaneValues = kAttnMaxDim / kWarp;  // accumulators per lane
 
 __device__ float warp_sum(float v) {
   for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -42,7 +42,8 @@ __global__ void attend_rows(AttentionArgs a) {
   const int64_t g = r % G, t = (r / G) % T, hkv = r / (G * T), h = hkv * G + g;
 
   float* q = q_shared[warp];
-  const float* qrow = reinterpret_cast<const float*>(static_cast<const uint8_t*>(a.q) + h * a.qs.nb[1] + t * a.qs.nb[2]);
+  const float* qrow =
+      reinterpret_cast<const float*>(static_cast<const uint8_t*>(a.q) + h * a.qs.nb[1] + t * a.qs.nb[2]);
   for (int64_t i = lane; i < Dk; i += kWarp) q[i] = qrow[i];
   __syncwarp();
 
@@ -102,11 +103,13 @@ __global__ void mla_merge(mla::Problem p, float* work, int splits, void* out, Sh
   __shared__ float weight[mla::kMaxSplits];
   const int64_t h = blockIdx.x, t = blockIdx.y;
   const float m = mla::merged_max(work, p, splits, t, h);
-  for (int s = threadIdx.x; s < splits; s += blockDim.x) weight[s] = merge_weight(mla::part_state(work, p, splits, t, h, s), m);
+  for (int s = threadIdx.x; s < splits; s += blockDim.x)
+    weight[s] = merge_weight(mla::part_state(work, p, splits, t, h, s), m);
   __syncthreads();
   const float inverse = mla::merged_inverse(work, p, splits, t, h, weight);
   float* y = reinterpret_cast<float*>(static_cast<uint8_t*>(out) + h * os.nb[1] + t * os.nb[2]);
-  for (int64_t e = threadIdx.x; e < p.Dv; e += blockDim.x) y[e] = mla::merged_value(work, p, splits, t, h, weight, inverse, e);
+  for (int64_t e = threadIdx.x; e < p.Dv; e += blockDim.x)
+    y[e] = mla::merged_value(work, p, splits, t, h, weight, inverse, e);
 }
 
 }  // namespace
@@ -123,7 +126,7 @@ cudaError_t launch_mla_decode(const AttentionArgs& a, float* work, int splits, c
   const int64_t Dk = a.qs.ne[0], H = a.qs.ne[1], T = a.qs.ne[2], Dv = a.vs.ne[0], Nkv = a.ks.ne[2];
   if (Dk > mla::kMaxDk || Dv > mla::kMaxDv || Dv > Dk || T > mla::kMaxTokens || splits < 1 || splits > mla::kMaxSplits)
     return cudaErrorInvalidValue;  // supports() and the split choice keep within these
-  const mla::Problem p{static_cast<const uint8_t*>(a.k), a.ks.nb[2], a.kt, Dk, Dv, H, Nkv,
+  const mla::Problem p{static_cast<const uint8_t*>(a.k), a.ks.nb[2], a.kt,       Dk,     Dv, H, Nkv,
                        static_cast<const uint8_t*>(a.q), a.qs.nb[1], a.qs.nb[2], a.scale};
   const size_t shared = static_cast<size_t>(mla::layout(Dk).total) * sizeof(float);  // 74.75 KiB at Dk 576
   // Past the 48 KiB a kernel gets by default: opt in (sm_80: up to 163 KiB, sm_89: 99, sm_90: 227).

@@ -14,7 +14,9 @@ void run_elementwise(const Tensor& node, cudaStream_t stream) {
   };
   cudaError_t e = cudaSuccess;
   switch (node.op) {
-    case Op::kRmsNorm: e = launch_rms_norm(a.data, shape_of(a), node.data, shape_of(node), node.params[0].f, stream); break;
+    case Op::kRmsNorm:
+      e = launch_rms_norm(a.data, shape_of(a), node.data, shape_of(node), node.params[0].f, stream);
+      break;
     case Op::kSoftmax: e = launch_softmax(a.data, shape_of(a), node.data, shape_of(node), stream); break;
     case Op::kAdd: e = map(MapFn::kAdd, b, 0); break;
     case Op::kMul: e = map(MapFn::kMul, b, 0); break;

@@ -79,7 +79,7 @@ cudaError_t launch_dequantize_rows(Type t, const void* src, int64_t src_stride, 
 cudaError_t launch_get_rows(Type t, const void* table, Shape ts, const void* ids, Shape is, void* out, Shape os,
                             cudaStream_t stream) {
   const GatheredRows rows{static_cast<const uint8_t*>(table), ts, static_cast<const uint8_t*>(ids), is,
-                          static_cast<uint8_t*>(out), os};
+                          static_cast<uint8_t*>(out),         os};
   return launch_decode_rows(t, rows, os.ne[1] * os.ne[2] * os.ne[3], os.ne[0], stream);
 }
 

@@ -23,7 +23,8 @@ constexpr size_t kWorkCap = size_t{64} << 20;  // dequantized weights per cuBLAS
 // Rows of n f32 values dequantized per chunk: as many as fit kWorkCap, at least one.
 int64_t chunk_rows(int64_t rows, int64_t n) {
   if (n <= 0) return rows;
-  return std::min(rows, std::max<int64_t>(1, static_cast<int64_t>(kWorkCap / (static_cast<size_t>(n) * sizeof(float)))));
+  return std::min(rows,
+                  std::max<int64_t>(1, static_cast<int64_t>(kWorkCap / (static_cast<size_t>(n) * sizeof(float)))));
 }
 
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
@@ -54,8 +55,8 @@ float* batch_out(const Tensor& dst, int64_t b) {
 
 int ld(size_t stride_bytes) { return to_int(static_cast<int64_t>(stride_bytes / sizeof(float))); }
 
-void sgemm(cublasHandle_t h, cublasOperation_t op_a, int m, int n, int k, const void* a, int lda, const void* b, int ldb,
-           float beta, float* c, int ldc) {
+void sgemm(cublasHandle_t h, cublasOperation_t op_a, int m, int n, int k, const void* a, int lda, const void* b,
+           int ldb, float beta, float* c, int ldc) {
   const float one = 1.0f;
   const cublasStatus_t s = cublasSgemm(h, op_a, CUBLAS_OP_N, m, n, k, &one, static_cast<const float*>(a), lda,
                                        static_cast<const float*>(b), ldb, &beta, c, ldc);
@@ -63,7 +64,8 @@ void sgemm(cublasHandle_t h, cublasOperation_t op_a, int m, int n, int k, const 
 }
 
 float* work_for(const Tensor& node, const MatmulWork& work) {
-  if (work.bytes < matmul_work_bytes(node)) fail("cuda: {} '{}' needs a larger work buffer", op_name(node.op), node.name);
+  if (work.bytes < matmul_work_bytes(node))
+    fail("cuda: {} '{}' needs a larger work buffer", op_name(node.op), node.name);
   return static_cast<float*>(work.data);
 }
 
@@ -128,7 +130,7 @@ bool supports_matmul(const Tensor& node) {
       break;
     case Op::kMulMatT:
       if (!decodable(*w, w->ne[0]) || w->ne[1] == 0) return false;  // (K = 0 would leave the result unwritten)
-      if (w->type == Type::F32 && !f32_rows(w)) return false;    // read in place by cuBLAS
+      if (w->type == Type::F32 && !f32_rows(w)) return false;       // read in place by cuBLAS
       break;
     case Op::kMulMatId: {
       const Tensor* ids = node.src[2];

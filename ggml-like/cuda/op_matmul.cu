@@ -20,7 +20,7 @@
 namespace ggl::cuda {
 namespace {
 
-constexpr int kWarps = 4;  // output rows per thread block
+constexpr int kWarps = 4;     // output rows per thread block
 constexpr int kMaxZ = 65535;  // gridDim.y's limit; a grid-stride loop takes the rest
 static_assert(blocks::kTilePairs == kMatVecMaxCols, "a tile of mul_mat_id is one mat-vec launch's columns");
 
@@ -60,7 +60,7 @@ struct RoutedColumns {
   Shape ws;
   const uint8_t* x;
   Shape xs;
-  int64_t slots;  // ids.ne[0]
+  int64_t slots;         // ids.ne[0]
   const int32_t* pairs;  // pair = slot + slots * token, sorted by expert
   const int32_t* tiles;  // (expert, first pair, count) per tile
   const int32_t* n_tiles;
@@ -86,10 +86,10 @@ struct RoutedColumns {
 // order within a run is arbitrary, which changes nothing: each pair's result is computed alone.
 __global__ void route_pairs(const uint8_t* ids, Shape is, int64_t experts, int32_t* work, int64_t max_tiles) {
   const int64_t n_pairs = is.ne[0] * is.ne[1];
-  int32_t* counts = work;               // experts
-  int32_t* cursor = counts + experts;   // experts
-  int32_t* pairs = cursor + experts;    // n_pairs
-  int32_t* tiles = pairs + n_pairs;     // 3 * max_tiles
+  int32_t* counts = work;              // experts
+  int32_t* cursor = counts + experts;  // experts
+  int32_t* pairs = cursor + experts;   // n_pairs
+  int32_t* tiles = pairs + n_pairs;    // 3 * max_tiles
   int32_t* n_tiles = tiles + 3 * max_tiles;
   const auto expert_of = [&](int64_t p) {
     return *reinterpret_cast<const int32_t*>(ids + (p % is.ne[0]) * is.nb[0] + (p / is.ne[0]) * is.nb[1]);
@@ -160,7 +160,7 @@ cudaError_t launch_columns(Type wt, const Columns& cols, int64_t n_rows, int64_t
 cudaError_t launch_mat_vec(Type wt, const void* w, Shape ws, const void* x, Shape xs, void* y, Shape ys,
                            cudaStream_t stream) {
   const BatchedColumns cols{static_cast<const uint8_t*>(w), ws, static_cast<const uint8_t*>(x), xs,
-                            static_cast<uint8_t*>(y), ys};
+                            static_cast<uint8_t*>(y),       ys};
   return launch_columns(wt, cols, ws.ne[1], ws.ne[0], ws.nb[1], ys.ne[2] * ys.ne[3], xs.ne[1], stream);
 }
 
@@ -174,8 +174,16 @@ cudaError_t launch_mat_vec_id(Type wt, const void* w, Shape ws, const void* x, S
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   int32_t* pairs = sorted + 2 * experts;
   int32_t* tiles = pairs + n_pairs;
-  const RoutedColumns cols{static_cast<const uint8_t*>(w), ws, static_cast<const uint8_t*>(x), xs, is.ne[0], pairs,
-                           tiles, tiles + 3 * max_tiles, static_cast<uint8_t*>(y), ys};
+  const RoutedColumns cols{static_cast<const uint8_t*>(w),
+                           ws,
+                           static_cast<const uint8_t*>(x),
+                           xs,
+                           is.ne[0],
+                           pairs,
+                           tiles,
+                           tiles + 3 * max_tiles,
+                           static_cast<uint8_t*>(y),
+                           ys};
   return launch_columns(wt, cols, ws.ne[1], ws.ne[0], ws.nb[1], max_tiles, kMatVecMaxCols, stream);
 }
 

@@ -9,8 +9,8 @@ namespace ggl::cuda {
 namespace {
 
 // Rows are [D, H] per (t, b): blockIdx.x = t + T * b.
-__global__ void rope_tokens(const void* a, Shape as, const int32_t* positions, const float* freq_factors,
-                            void* out, Shape os, RopeArgs r) {
+__global__ void rope_tokens(const void* a, Shape as, const int32_t* positions, const float* freq_factors, void* out,
+                            Shape os, RopeArgs r) {
   extern __shared__ float cs[];  // cos, sin of pair i at 2i, 2i + 1
   const int64_t t = blockIdx.x % as.ne[2], b = blockIdx.x / as.ne[2];
   const int pairs = r.n_rot / 2;
@@ -23,7 +23,8 @@ __global__ void rope_tokens(const void* a, Shape as, const int32_t* positions, c
   const int64_t per_row = pairs + tail;
   for (int64_t w = threadIdx.x; w < H * per_row; w += blockDim.x) {
     const int64_t h = w / per_row, i = w % per_row;
-    const float* x = reinterpret_cast<const float*>(static_cast<const uint8_t*>(a) + h * as.nb[1] + t * as.nb[2] + b * as.nb[3]);
+    const float* x =
+        reinterpret_cast<const float*>(static_cast<const uint8_t*>(a) + h * as.nb[1] + t * as.nb[2] + b * as.nb[3]);
     float* y = reinterpret_cast<float*>(static_cast<uint8_t*>(out) + h * os.nb[1] + t * os.nb[2] + b * os.nb[3]);
     if (i >= pairs) {
       const int64_t e = r.n_rot + (i - pairs);

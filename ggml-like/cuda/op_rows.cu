@@ -50,9 +50,12 @@ __global__ void copy_elements(const void* src, Shape ss, Elem t, void* dst, Shap
     const int64_t i0 = i % ds.ne[0], row = i / ds.ne[0];
     const float x = reinterpret_cast<const float*>(row_at(src, ss, row))[i0];
     uint8_t* y = row_at(dst, ds, row);
-    if (t == Elem::kF32) reinterpret_cast<float*>(y)[i0] = x;
-    else if (t == Elem::kF16) reinterpret_cast<uint16_t*>(y)[i0] = float_to_half(x);
-    else reinterpret_cast<uint16_t*>(y)[i0] = float_to_bf16(x);
+    if (t == Elem::kF32)
+      reinterpret_cast<float*>(y)[i0] = x;
+    else if (t == Elem::kF16)
+      reinterpret_cast<uint16_t*>(y)[i0] = float_to_half(x);
+    else
+      reinterpret_cast<uint16_t*>(y)[i0] = float_to_bf16(x);
   }
 }
 

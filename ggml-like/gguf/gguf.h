@@ -17,8 +17,19 @@ namespace ggl {
 
 // Metadata value type ids as stored in the file.
 enum class ValueType : uint32_t {
-  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
-  STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12,
+  U8 = 0,
+  I8 = 1,
+  U16 = 2,
+  I16 = 3,
+  U32 = 4,
+  I32 = 5,
+  F32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  U64 = 10,
+  I64 = 11,
+  F64 = 12,
 };
 std::string_view value_type_name(ValueType t);
 
@@ -30,8 +41,8 @@ struct Array {
 
 // One metadata value. Integers keep their stored width and signedness.
 struct Value {
-  using Storage = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool,
-                               std::string, Array, uint64_t, int64_t, double>;
+  using Storage = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool, std::string, Array,
+                               uint64_t, int64_t, double>;
   Storage data;
 
   ValueType type() const { return static_cast<ValueType>(data.index()); }
@@ -48,9 +59,9 @@ struct TensorInfo {
   Type type = Type::F32;
   int n_dims = 0;
   int64_t ne[kMaxDims] = {1, 1, 1, 1};  // fastest-first; unused dims are 1
-  uint64_t offset = 0;                   // relative to the start of the data section
+  uint64_t offset = 0;                  // relative to the start of the data section
   size_t nbytes = 0;
-  const uint8_t* data = nullptr;         // into the mapping (nullptr for infos not from a reader)
+  const uint8_t* data = nullptr;  // into the mapping (nullptr for infos not from a reader)
 
   int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
 };
@@ -73,8 +84,10 @@ class Metadata {
   // std::vector<bool>, std::vector<int8_t/uint8_t/int32_t/uint32_t/int64_t/uint64_t>.
   // Errors: "SOURCE: missing metadata key 'k'", "... key 'k' is string, expected u32",
   // "... key 'k' = -1 (i32) does not fit in u32".
-  template <typename T> T get(std::string_view key) const;
-  template <typename T> T get_or(std::string_view key, T fallback) const {
+  template <typename T>
+  T get(std::string_view key) const;
+  template <typename T>
+  T get_or(std::string_view key, T fallback) const {
     return has(key) ? get<T>(key) : fallback;
   }
 

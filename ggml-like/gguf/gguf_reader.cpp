@@ -40,8 +40,7 @@ class Cursor {
 
   std::string read_string(std::string_view what) {
     uint64_t len = read<uint64_t>(what);
-    if (len > remaining())
-      fail("{}: {} has length {} beyond the end of the file (offset {})", path_, what, len, pos_);
+    if (len > remaining()) fail("{}: {} has length {} beyond the end of the file (offset {})", path_, what, len, pos_);
     std::string s(reinterpret_cast<const char*>(data_ + pos_), len);
     pos_ += len;
     return s;
@@ -64,10 +63,18 @@ class Cursor {
 // Smallest encoding of one value of the type: bounds the element count of arrays.
 size_t min_value_bytes(ValueType t) {
   switch (t) {
-    case ValueType::U8: case ValueType::I8: case ValueType::BOOL: return 1;
-    case ValueType::U16: case ValueType::I16: return 2;
-    case ValueType::U32: case ValueType::I32: case ValueType::F32: return 4;
-    case ValueType::U64: case ValueType::I64: case ValueType::F64: case ValueType::STRING: return 8;
+    case ValueType::U8:
+    case ValueType::I8:
+    case ValueType::BOOL: return 1;
+    case ValueType::U16:
+    case ValueType::I16: return 2;
+    case ValueType::U32:
+    case ValueType::I32:
+    case ValueType::F32: return 4;
+    case ValueType::U64:
+    case ValueType::I64:
+    case ValueType::F64:
+    case ValueType::STRING: return 8;
     case ValueType::ARRAY: return 12;  // element type + count
   }
   return 1;
@@ -110,9 +117,7 @@ Value read_value(Cursor& c, const std::string& path, ValueType type, const std::
       v.data = b != 0;
       break;
     }
-    case ValueType::STRING:
-      v.data = c.read_string(fmt::format("string value of key '{}'", printable(key)));
-      break;
+    case ValueType::STRING: v.data = c.read_string(fmt::format("string value of key '{}'", printable(key))); break;
     case ValueType::ARRAY: v.data = read_array(c, path, key, depth); break;
     case ValueType::U64: v.data = c.read<uint64_t>("u64 value"); break;
     case ValueType::I64: v.data = c.read<int64_t>("i64 value"); break;
@@ -207,15 +212,15 @@ void GgufFile::release(const TensorInfo& t) const {
 
 std::unique_ptr<GgufFile> GgufFile::from_memory(std::string name, const void* data, size_t size) {
   if (data == nullptr && size != 0) fail("{}: no data", name);
-  return std::unique_ptr<GgufFile>(new GgufFile(FromMemory{}, std::move(name), static_cast<const uint8_t*>(data), size));
+  return std::unique_ptr<GgufFile>(
+      new GgufFile(FromMemory{}, std::move(name), static_cast<const uint8_t*>(data), size));
 }
 
 void GgufFile::parse() {
   Cursor c(path_, map_, size_);
   if (size_ < 4 || c.read<uint32_t>("magic") != kMagic) fail("{}: not a GGUF file (bad magic)", path_);
   version_ = c.read<uint32_t>("version");
-  if (version_ == 0x02000000 || version_ == 0x03000000)
-    fail("{}: big-endian GGUF files are not supported", path_);
+  if (version_ == 0x02000000 || version_ == 0x03000000) fail("{}: big-endian GGUF files are not supported", path_);
   if (version_ != 2 && version_ != 3) fail("{}: unsupported GGUF version {} (supported: 2, 3)", path_, version_);
   uint64_t n_tensors = c.read<uint64_t>("tensor count");
   uint64_t n_kv = c.read<uint64_t>("metadata count");
@@ -263,7 +268,7 @@ void GgufFile::parse() {
   by_offset.reserve(tensors_.size());
   for (const TensorInfo& t : tensors_) by_offset.push_back(&t);
   std::stable_sort(by_offset.begin(), by_offset.end(),
-            [](const TensorInfo* a, const TensorInfo* b) { return a->offset < b->offset; });
+                   [](const TensorInfo* a, const TensorInfo* b) { return a->offset < b->offset; });
   for (size_t i = 1; i < by_offset.size(); ++i) {
     const TensorInfo& prev = *by_offset[i - 1];
     if (by_offset[i]->offset < prev.offset + prev.nbytes)

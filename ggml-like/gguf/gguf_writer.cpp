@@ -17,7 +17,7 @@ namespace {
 
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" as a little-endian u32
 constexpr uint32_t kVersion = 3;
-constexpr size_t kMaxTensorName = 63;    // ggml's GGML_MAX_NAME (64) includes the terminating NUL
+constexpr size_t kMaxTensorName = 63;  // ggml's GGML_MAX_NAME (64) includes the terminating NUL
 
 uint64_t pad_to(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
 
@@ -98,7 +98,9 @@ class Sink {
     written_ += n;
   }
   template <typename T>
-  void pod(T v) { bytes(&v, sizeof v); }
+  void pod(T v) {
+    bytes(&v, sizeof v);
+  }
   void string(const std::string& s) {
     pod<uint64_t>(s.size());
     bytes(s.data(), s.size());
@@ -165,8 +167,7 @@ GgufWriter::GgufWriter(uint32_t alignment) : alignment_(alignment), metadata_("g
 
 void GgufWriter::add_tensor(std::string name, Type type, std::vector<int64_t> ne, TensorSource source) {
   if (name.empty()) fail("gguf writer: tensor with an empty name");
-  if (name.size() > kMaxTensorName)
-    fail("gguf writer: tensor name '{}' is longer than {} bytes", name, kMaxTensorName);
+  if (name.size() > kMaxTensorName) fail("gguf writer: tensor name '{}' is longer than {} bytes", name, kMaxTensorName);
   for (const PendingTensor& t : tensors_)
     if (t.info.name == name) fail("gguf writer: duplicate tensor name '{}'", name);
   if (ne.empty() || ne.size() > static_cast<size_t>(kMaxDims))

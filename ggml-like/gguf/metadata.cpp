@@ -8,7 +8,7 @@
 namespace ggl {
 
 std::string_view value_type_name(ValueType t) {
-  static constexpr std::string_view kNames[] = {"u8",  "i8",     "u16",   "i16", "u32", "i32", "f32",
+  static constexpr std::string_view kNames[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
                                                 "bool", "string", "array", "u64", "i64", "f64"};
   auto i = static_cast<uint32_t>(t);
   return i < std::size(kNames) ? kNames[i] : "unknown";
@@ -50,19 +50,32 @@ namespace {
 // What the caller asked for, as it appears in error messages.
 template <typename T>
 constexpr std::string_view wanted_name() {
-  if constexpr (std::is_same_v<T, bool>) return "bool";
-  else if constexpr (std::is_same_v<T, uint8_t>) return "u8";
-  else if constexpr (std::is_same_v<T, int8_t>) return "i8";
-  else if constexpr (std::is_same_v<T, uint16_t>) return "u16";
-  else if constexpr (std::is_same_v<T, int16_t>) return "i16";
-  else if constexpr (std::is_same_v<T, uint32_t>) return "u32";
-  else if constexpr (std::is_same_v<T, int32_t>) return "i32";
-  else if constexpr (std::is_same_v<T, uint64_t>) return "u64";
-  else if constexpr (std::is_same_v<T, int64_t>) return "i64";
-  else if constexpr (std::is_integral_v<T>) return "integer";
-  else if constexpr (std::is_floating_point_v<T>) return "float";
-  else if constexpr (std::is_same_v<T, std::string>) return "string";
-  else return "array";
+  if constexpr (std::is_same_v<T, bool>)
+    return "bool";
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return "u8";
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return "i8";
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    return "u16";
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return "i16";
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return "u32";
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return "i32";
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    return "u64";
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return "i64";
+  else if constexpr (std::is_integral_v<T>)
+    return "integer";
+  else if constexpr (std::is_floating_point_v<T>)
+    return "float";
+  else if constexpr (std::is_same_v<T, std::string>)
+    return "string";
+  else
+    return "array";
 }
 
 enum class Conversion { kOk, kWrongType, kOutOfRange };
@@ -75,7 +88,10 @@ Conversion scalar_as(const Value& v, T& out) {
       [&](const auto& x) -> Conversion {
         using S = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, bool>) {
-          if constexpr (std::is_same_v<S, bool>) { out = x; return Conversion::kOk; }
+          if constexpr (std::is_same_v<S, bool>) {
+            out = x;
+            return Conversion::kOk;
+          }
           return Conversion::kWrongType;
         } else if constexpr (std::is_integral_v<T>) {
           if constexpr (std::is_integral_v<S> && !std::is_same_v<S, bool>) {
@@ -85,10 +101,16 @@ Conversion scalar_as(const Value& v, T& out) {
           }
           return Conversion::kWrongType;
         } else if constexpr (std::is_floating_point_v<T>) {
-          if constexpr (std::is_floating_point_v<S>) { out = static_cast<T>(x); return Conversion::kOk; }
+          if constexpr (std::is_floating_point_v<S>) {
+            out = static_cast<T>(x);
+            return Conversion::kOk;
+          }
           return Conversion::kWrongType;
         } else if constexpr (std::is_same_v<T, std::string>) {
-          if constexpr (std::is_same_v<S, std::string>) { out = x; return Conversion::kOk; }
+          if constexpr (std::is_same_v<S, std::string>) {
+            out = x;
+            return Conversion::kOk;
+          }
           return Conversion::kWrongType;
         } else {
           return Conversion::kWrongType;
@@ -102,8 +124,10 @@ std::string scalar_text(const Value& v) {
   return std::visit(
       [](const auto& x) -> std::string {
         using S = std::decay_t<decltype(x)>;
-        if constexpr (std::is_integral_v<S> && !std::is_same_v<S, bool>) return fmt::format("{}", x);
-        else return "?";
+        if constexpr (std::is_integral_v<S> && !std::is_same_v<S, bool>)
+          return fmt::format("{}", x);
+        else
+          return "?";
       },
       v.data);
 }
@@ -122,8 +146,9 @@ T Metadata::get(std::string_view key) const {
   if constexpr (is_vector<T>::value) {
     using E = typename T::value_type;
     const Array* arr = std::get_if<Array>(&v.data);
-    if (!arr) fail("{}: metadata key '{}' is {}, expected an array of {}", source_, key, value_type_name(v.type()),
-                   wanted_name<E>());
+    if (!arr)
+      fail("{}: metadata key '{}' is {}, expected an array of {}", source_, key, value_type_name(v.type()),
+           wanted_name<E>());
     out.reserve(arr->items.size());
     for (size_t i = 0; i < arr->items.size(); ++i) {
       E e{};

@@ -13,8 +13,9 @@ namespace {
 Tensor* storage_base(Tensor* t) { return t->view_src ? t->view_src : t; }
 
 void require(bool ok, Op op, std::string_view what, const Tensor& a) {
-  if (!ok) fail("{}: {} ({} {} {})", op_name(op), what, a.name.empty() ? "tensor" : a.name, type_name(a.type),
-                shape_string(a));
+  if (!ok)
+    fail("{}: {} ({} {} {})", op_name(op), what, a.name.empty() ? "tensor" : a.name, type_name(a.type),
+         shape_string(a));
 }
 
 void require_f32_rows(Op op, const Tensor& a) {
@@ -35,7 +36,6 @@ void require_weight(Op op, const Tensor& w) {
   require_rows(op, w);
 }
 
-
 // Size of a broadcast dimension: the larger one, which the smaller must divide.
 int64_t broadcast_dim(Op op, const Tensor& a, const Tensor& b, int d) {
   const int64_t hi = std::max(a.ne[d], b.ne[d]);
@@ -47,7 +47,8 @@ int64_t broadcast_dim(Op op, const Tensor& a, const Tensor& b, int d) {
 }  // namespace
 
 Tensor* Graph::new_tensor(Type type, std::span<const int64_t> ne, std::string name) {
-  if (ne.empty() || ne.size() > static_cast<size_t>(kMaxDims)) fail("graph: tensor '{}' has {} dimensions", name, ne.size());
+  if (ne.empty() || ne.size() > static_cast<size_t>(kMaxDims))
+    fail("graph: tensor '{}' has {} dimensions", name, ne.size());
   Tensor& t = tensors_.emplace_back();
   t.type = type;
   for (size_t d = 0; d < ne.size(); ++d) {
@@ -232,7 +233,8 @@ Tensor* Graph::mul_mat_id(Tensor* w, Tensor* x, Tensor* ids) {
   require_f32_rows(Op::kMulMatId, *x);
   require_i32(Op::kMulMatId, *ids);
   require(ids->rows_contiguous(), Op::kMulMatId, "expects contiguous ids", *ids);
-  if (w->ne[0] != x->ne[0]) fail("mul_mat_id: {} times {}: inner dimensions differ", shape_string(*w), shape_string(*x));
+  if (w->ne[0] != x->ne[0])
+    fail("mul_mat_id: {} times {}: inner dimensions differ", shape_string(*w), shape_string(*x));
   if (x->ne[1] != 1 && x->ne[1] != ids->ne[0])
     fail("mul_mat_id: activations {} do not match ids {}", shape_string(*x), shape_string(*ids));
   if (x->ne[2] != ids->ne[1])
@@ -248,7 +250,8 @@ Tensor* Graph::rope(Tensor* a, Tensor* positions, const RopeParams& p, Tensor* f
     fail("rope: n_rot {} is not an even count within the row length {}", p.n_rot, a->ne[0]);
   if (freq_factors) {
     require_f32_rows(Op::kRope, *freq_factors);
-    require(freq_factors->ne[0] >= p.n_rot / 2, Op::kRope, "needs one frequency factor per rotated pair", *freq_factors);
+    require(freq_factors->ne[0] >= p.n_rot / 2, Op::kRope, "needs one frequency factor per rotated pair",
+            *freq_factors);
   }
   Tensor* t = new_node(Op::kRope, Type::F32, {a->ne[0], a->ne[1], a->ne[2], a->ne[3]}, {a, positions, freq_factors});
   t->params[0].i = p.n_rot;

@@ -24,15 +24,15 @@ namespace ggl {
 // ramp over the pair index between the dimensions whose wavelength corresponds to beta_fast and
 // beta_slow rotations over n_ctx_orig positions; attn_factor scales cos/sin.
 struct RopeParams {
-  int n_rot = 0;          // leading elements of each row that are rotated (even)
-  bool neox = false;      // pairs (i, i + n_rot/2) instead of adjacent pairs (2i, 2i+1)
+  int n_rot = 0;      // leading elements of each row that are rotated (even)
+  bool neox = false;  // pairs (i, i + n_rot/2) instead of adjacent pairs (2i, 2i+1)
   float freq_base = 10000.0f;
   float freq_scale = 1.0f;   // 1 / scaling factor
   float ext_factor = 0.0f;   // 0: plain (linear) scaling; 1: YaRN ramp
   float attn_factor = 1.0f;  // magnitude of the rotated values
   float beta_fast = 32.0f;
   float beta_slow = 1.0f;
-  int n_ctx_orig = 0;        // the original (training) context for the YaRN ramp
+  int n_ctx_orig = 0;  // the original (training) context for the YaRN ramp
 };
 
 struct TopKParams {

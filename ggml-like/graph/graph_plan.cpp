@@ -139,8 +139,8 @@ const ArenaPlan& PlanCache::plan(const Graph& graph) {
   for (size_t i = 0; i < entries_.size(); ++i) {
     if (entries_[i].signature != sig) continue;
     ++hits_;
-    std::rotate(entries_.begin() + static_cast<std::ptrdiff_t>(i), entries_.begin() + static_cast<std::ptrdiff_t>(i) + 1,
-                entries_.end());
+    std::rotate(entries_.begin() + static_cast<std::ptrdiff_t>(i),
+                entries_.begin() + static_cast<std::ptrdiff_t>(i) + 1, entries_.end());
     return entries_.back().plan;
   }
   ++misses_;

@@ -20,7 +20,8 @@ constexpr int kQK = kSuperBlock;
 void pack_2bit(const uint8_t* L, uint8_t* qs) {
   for (int j = 0; j < kQK; j += 128)
     for (int l = 0; l < 32; ++l)
-      qs[j / 4 + l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
+      qs[j / 4 + l] =
+          static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
 }
 
 // The weights of the importance-weighted searches for 16- or 32-value sub-block j.
@@ -43,7 +44,8 @@ void q2_k_requantize(const float* x, const BlockQ2_K& y, uint8_t* L) {
     const float d = dall * static_cast<float>(y.scales[j] & 0x0f);
     if (d == 0.0f) continue;
     const float dm = mall * static_cast<float>(y.scales[j] >> 4);
-    for (int ii = 0; ii < 16; ++ii) L[16 * j + ii] = static_cast<uint8_t>(std::clamp(nearest_int((x[16 * j + ii] + dm) / d), 0, 3));
+    for (int ii = 0; ii < 16; ++ii)
+      L[16 * j + ii] = static_cast<uint8_t>(std::clamp(nearest_int((x[16 * j + ii] + dm) / d), 0, 3));
   }
 }
 
@@ -68,7 +70,8 @@ void q2_k_block_ref(const float* x, BlockQ2_K& y) {
   }
   if (max_min > 0) {
     const float iscale = q4scale / max_min;
-    for (int j = 0; j < kQK / 16; ++j) y.scales[j] = static_cast<uint8_t>(y.scales[j] | (nearest_int(iscale * mins[j]) << 4));
+    for (int j = 0; j < kQK / 16; ++j)
+      y.scales[j] = static_cast<uint8_t>(y.scales[j] | (nearest_int(iscale * mins[j]) << 4));
     y.dmin = f32_to_fp16(max_min / q4scale);
   } else {
     y.dmin = f32_to_fp16(0.0f);
@@ -122,7 +125,8 @@ void q3_k_finish(const float* x, BlockQ3_K& y, int8_t* L) {
   for (int j = 0; j < kQK / 16; ++j) {
     const float d = dall * static_cast<float>(scale_q3_k(j, y.scales));
     if (d == 0.0f) continue;
-    for (int ii = 0; ii < 16; ++ii) L[16 * j + ii] = static_cast<int8_t>(std::clamp(nearest_int(x[16 * j + ii] / d), -4, 3) + 4);
+    for (int ii = 0; ii < 16; ++ii)
+      L[16 * j + ii] = static_cast<int8_t>(std::clamp(nearest_int(x[16 * j + ii] / d), -4, 3) + 4);
   }
   // The high bit of element j is bit j / 32 of hmask[j % 32].
   std::memset(y.hmask, 0, sizeof y.hmask);
@@ -245,7 +249,8 @@ void k4_scales_and_levels(const float* x, int nmax, const float* importance, Qkx
     const float d = dall * static_cast<float>(sc);
     if (d == 0.0f) continue;
     const float dm = mall * static_cast<float>(m);
-    for (int ii = 0; ii < 32; ++ii) L[32 * j + ii] = static_cast<uint8_t>(std::clamp(nearest_int((x[32 * j + ii] + dm) / d), 0, nmax));
+    for (int ii = 0; ii < 32; ++ii)
+      L[32 * j + ii] = static_cast<uint8_t>(std::clamp(nearest_int((x[32 * j + ii] + dm) / d), 0, nmax));
   }
 }
 
@@ -271,12 +276,14 @@ void q6_k_block(const float* x, const float* importance, BlockQ6_K& y) {
   }
   const float iscale = -128.0f / max_scale;
   y.d = f32_to_fp16(1.0f / iscale);
-  for (int ib = 0; ib < kQK / 16; ++ib) y.scales[ib] = static_cast<int8_t>(std::min(127, nearest_int(iscale * scales[ib])));
+  for (int ib = 0; ib < kQK / 16; ++ib)
+    y.scales[ib] = static_cast<int8_t>(std::min(127, nearest_int(iscale * scales[ib])));
   const float dall = fp16_to_f32(y.d);
   for (int j = 0; j < kQK / 16; ++j) {
     const float d = dall * static_cast<float>(y.scales[j]);
     if (d == 0.0f) continue;
-    for (int ii = 0; ii < 16; ++ii) L[16 * j + ii] = static_cast<int8_t>(std::clamp(nearest_int(x[16 * j + ii] / d), -32, 31) + 32);
+    for (int ii = 0; ii < 16; ++ii)
+      L[16 * j + ii] = static_cast<int8_t>(std::clamp(nearest_int(x[16 * j + ii] / d), -32, 31) + 32);
   }
   uint8_t* ql = y.ql;
   uint8_t* qh = y.qh;

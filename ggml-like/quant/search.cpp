@@ -34,7 +34,8 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L, int rmse_type, 
   }
   float iscale = static_cast<float>(-nmax) / max;
   if (rmse_type == 0) {
-    for (int i = 0; i < n; ++i) L[i] = static_cast<int8_t>(nmax + clamp_level(nearest_int(iscale * x[i]), -nmax, nmax - 1));
+    for (int i = 0; i < n; ++i)
+      L[i] = static_cast<int8_t>(nmax + clamp_level(nearest_int(iscale * x[i]), -nmax, nmax - 1));
     return 1.0f / iscale;
   }
   bool return_early = false;
@@ -117,12 +118,13 @@ float make_q3_quants(int n, int nmax, const float* x, int8_t* L, bool do_rmse) {
     for (int i = 0; i < n; ++i) L[i] = static_cast<int8_t>(L[i] + nmax);
     return sumlx / suml2;
   }
-  for (int i = 0; i < n; ++i) L[i] = static_cast<int8_t>(clamp_level(nearest_int(iscale * x[i]), -nmax, nmax - 1) + nmax);
+  for (int i = 0; i < n; ++i)
+    L[i] = static_cast<int8_t>(clamp_level(nearest_int(iscale * x[i]), -nmax, nmax - 1) + nmax);
   return 1.0f / iscale;
 }
 
-float make_qkx_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* the_min,
-                      uint8_t* Laux, float rmin, float rdelta, int nstep, bool use_mad) {
+float make_qkx_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* the_min, uint8_t* Laux,
+                      float rmin, float rdelta, int nstep, bool use_mad) {
   auto weight = [&](int i) { return weights ? weights[i] : x[i] * x[i]; };
   float min = x[0], max = x[0];
   float sum_w = weight(0);

@@ -47,8 +47,8 @@ float make_q3_quants(int n, int nmax, const float* x, int8_t* L, bool do_rmse);
 // (rmin + rdelta * is) and keeps the weighted least-squares fit with the smallest weighted error
 // (absolute if use_mad, squared otherwise). weights == nullptr means x^2 (make_qkx3_quants'
 // default); make_qkx2_quants is the same search with weights always given.
-float make_qkx_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* the_min,
-                      uint8_t* Laux, float rmin, float rdelta, int nstep, bool use_mad);
+float make_qkx_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* the_min, uint8_t* Laux,
+                      float rmin, float rdelta, int nstep, bool use_mad);
 
 // Non-negative values (sub-block scales or mins) on levels [0, nmax], weighted by weights.
 float make_qp_quants(int n, int nmax, const float* x, uint8_t* L, const float* weights);

@@ -25,8 +25,8 @@ GpuDevices gpu_devices() {
 #ifdef LATTE_CUDA
   const CudaDiscovery found = discover_cuda_devices();
   for (const CudaDeviceInfo& d : found.devices)
-    out.devices.push_back({fmt::format("CUDA{}: {} (sm_{}{})", d.index, d.name, d.major, d.minor), d.free_bytes,
-                           d.total_bytes});
+    out.devices.push_back(
+        {fmt::format("CUDA{}: {} (sm_{}{})", d.index, d.name, d.major, d.minor), d.free_bytes, d.total_bytes});
   out.why_none = found.why_none;
 #else
   out.why_none = "built without CUDA";
@@ -38,7 +38,8 @@ std::vector<std::unique_ptr<Backend>> available_backends(const BackendOptions& o
   std::vector<std::unique_ptr<Backend>> out;
 #ifdef LATTE_CUDA
   if (options.gpus)
-    for (const CudaDeviceInfo& d : discover_cuda_devices().devices) out.push_back(std::make_unique<CudaBackend>(d.index));
+    for (const CudaDeviceInfo& d : discover_cuda_devices().devices)
+      out.push_back(std::make_unique<CudaBackend>(d.index));
 #endif
   out.push_back(std::make_unique<CpuBackend>(options.n_threads));
   return out;

@@ -21,9 +21,9 @@
 namespace latte::bench {
 
 struct ModelSummary {
-  std::string filename;  // as given on the command line
-  std::string name;      // general.name, else the file's name
-  std::string type;      // "deepseek2 Q4_0": architecture and the type holding most weight bytes
+  std::string filename;     // as given on the command line
+  std::string name;         // general.name, else the file's name
+  std::string type;         // "deepseek2 Q4_0": architecture and the type holding most weight bytes
   uint64_t size_bytes = 0;  // all tensor data
   int64_t n_params = 0;
 };

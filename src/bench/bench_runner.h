@@ -40,8 +40,8 @@ struct BenchTest {
 
 struct BenchResult {
   BenchTest test;
-  std::vector<double> seconds;  // per repetition
-  std::string backend = "CPU";  // "sim-gpu+CPU ngl 99" when the session offloads
+  std::vector<double> seconds;          // per repetition
+  std::string backend = "CPU";          // "sim-gpu+CPU ngl 99" when the session offloads
   double crossing_bytes_per_token = 0;  // activations between the backends, last run's last graph
   // Page faults that read from disk during the timed runs (getrusage's ru_majflt): after the
   // warm-up every weight page should be in memory, so any means the figure includes disk reads

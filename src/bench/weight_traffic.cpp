@@ -28,8 +28,8 @@ DecodeTraffic decode_weight_traffic(const Model& model) {
   const Hparams& hp = model.hparams();
   DecodeTraffic d;
   for (const LayerWeights& l : w.layers) {
-    d.attention += sum({l.attn_norm, l.wq, l.wk, l.wv, l.wq_a, l.wq_a_norm, l.wq_b, l.wkv_a_mqa, l.wkv_a_norm,
-                        l.wkv_b, l.wk_b, l.wv_b, l.wo});
+    d.attention += sum({l.attn_norm, l.wq, l.wk, l.wv, l.wq_a, l.wq_a_norm, l.wq_b, l.wkv_a_mqa, l.wkv_a_norm, l.wkv_b,
+                        l.wk_b, l.wv_b, l.wo});
     d.dense_ffn += sum({l.ffn_norm, l.ffn_gate, l.ffn_up, l.ffn_down});
     d.router += sum({l.ffn_gate_inp, l.exp_probs_b});
     d.shared_experts += sum({l.ffn_gate_shexp, l.ffn_up_shexp, l.ffn_down_shexp});

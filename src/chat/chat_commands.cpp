@@ -100,7 +100,8 @@ CommandOutcome run_chat_command(std::string_view line, ChatSession& chat, std::F
     const LoadReport r = load_chat(chat, std::string(arg));
     print(fmt::format("loaded {} messages ({} tokens) from {}", r.messages, r.tokens, arg));
     if (r.cache_tokens > 0)
-      print(fmt::format("; cache of {} tokens restored ({} bytes), nothing to recompute", r.cache_tokens, r.cache_bytes));
+      print(
+          fmt::format("; cache of {} tokens restored ({} bytes), nothing to recompute", r.cache_tokens, r.cache_bytes));
     print("\n");
     if (!r.note.empty()) print("note: " + r.note + "\n");
   } else {

@@ -100,8 +100,8 @@ SaveReport save_chat(const ChatSession& chat, const std::string& path) {
   doc["cache"] = nullptr;
   if (report.cache_tokens > 0) {
     report.cache_path = cache_path_for(path);
-    report.cache_bytes = save_cache(chat.session(), std::span(all).first(static_cast<size_t>(report.cache_tokens)),
-                                    report.cache_path);
+    report.cache_bytes =
+        save_cache(chat.session(), std::span(all).first(static_cast<size_t>(report.cache_tokens)), report.cache_path);
     report.row_bytes = report.cache_bytes - kCacheFileHeaderBytes;
     doc["cache"] = {{"file", fs::path(report.cache_path).filename().string()}, {"tokens", report.cache_tokens}};
   }
@@ -143,8 +143,8 @@ LoadReport load_chat(ChatSession& chat, const std::string& path) {
     const std::string saved_template = doc.value("template", "");
     const std::string_view current = chat.conversation().chat_template().name();
     if (saved_template != current)
-      report.note += (report.note.empty() ? "" : "; ") + fmt::format("saved with template '{}', continuing with '{}'",
-                                                                     saved_template, current);
+      report.note += (report.note.empty() ? "" : "; ") +
+                     fmt::format("saved with template '{}', continuing with '{}'", saved_template, current);
     if (same_model && doc.contains("cache") && doc.at("cache").is_object()) {
       cache_file = (fs::path(path).parent_path() / doc.at("cache").at("file").get<std::string>()).string();
       cache_tokens = doc.at("cache").at("tokens").get<int64_t>();
@@ -166,7 +166,8 @@ LoadReport load_chat(ChatSession& chat, const std::string& path) {
       chat.adopt_cache(cache_tokens);
       report.cache_tokens = cache_tokens;
     } catch (const ggl::Error& e) {
-      report.note += (report.note.empty() ? "" : "; ") + std::string(e.what()) + " (the conversation is evaluated again)";
+      report.note +=
+          (report.note.empty() ? "" : "; ") + std::string(e.what()) + " (the conversation is evaluated again)";
     }
   }
   return report;

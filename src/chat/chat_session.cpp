@@ -15,10 +15,9 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  return static_cast<size_t>(std::mismatch(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(std::min(a.size(), b.size())),
-                                           b.begin())
-                                 .first -
-                             a.begin());
+  return static_cast<size_t>(
+      std::mismatch(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(std::min(a.size(), b.size())), b.begin()).first -
+      a.begin());
 }
 
 }  // namespace
@@ -69,8 +68,7 @@ int64_t ChatSession::make_room(int64_t reserve, size_t keep_last, TurnStats& sta
   }
   if (dropped > 0)
     on_note(fmt::format("context full: dropped the {} oldest turn{} ({} tokens){}", dropped, dropped == 1 ? "" : "s",
-                        dropped_tokens,
-                        shifted ? ", shifted the cache of the rest" : ", the rest is evaluated again"));
+                        dropped_tokens, shifted ? ", shifted the cache of the rest" : ", the rest is evaluated again"));
   stats.dropped_turns += dropped;
   return dropped;
 }

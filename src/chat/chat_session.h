@@ -55,8 +55,7 @@ class ChatSession {
   // Adds the user's message and generates the reply, streaming its text to on_text; on_note gets
   // remarks (dropped turns). `stop` is polled between tokens. Throws ggl::Error, leaving the
   // conversation as it was, when the message cannot fit the context.
-  TurnStats respond(std::string user_text, const std::atomic<bool>* stop, const TextFn& on_text,
-                    const TextFn& on_note);
+  TurnStats respond(std::string user_text, const std::atomic<bool>* stop, const TextFn& on_text, const TextFn& on_note);
 
   // Forgets every message but the system prompt, and the whole cache.
   void reset();

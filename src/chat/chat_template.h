@@ -19,7 +19,7 @@
 namespace latte {
 
 enum class Role { kSystem, kUser, kAssistant };
-std::string_view role_name(Role r);               // "system", "user", "assistant"
+std::string_view role_name(Role r);  // "system", "user", "assistant"
 std::optional<Role> parse_role(std::string_view s);
 
 struct ChatMessage {

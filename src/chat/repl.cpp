@@ -70,12 +70,13 @@ void respond(ChatSession& chat, std::string text, const ReplOptions& o, std::ato
     note("context full: reply cut short (/reset, or raise -c)");
   }
   if (o.verbose)
-    std::fprintf(stderr, "%s\n",
-                 fmt::format("[turn {}: {} new tokens evaluated, {} reused from the cache, {} generated; {} prompt, "
-                             "{} reply]",
-                             chat.turns(), s.evaluated, s.reused, s.generated, tokens_per_second(s.evaluated, s.prompt_seconds),
-                             tokens_per_second(s.generated, s.reply_seconds))
-                     .c_str());
+    std::fprintf(
+        stderr, "%s\n",
+        fmt::format("[turn {}: {} new tokens evaluated, {} reused from the cache, {} generated; {} prompt, "
+                    "{} reply]",
+                    chat.turns(), s.evaluated, s.reused, s.generated, tokens_per_second(s.evaluated, s.prompt_seconds),
+                    tokens_per_second(s.generated, s.reply_seconds))
+            .c_str());
 }
 
 }  // namespace

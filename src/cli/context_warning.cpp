@@ -24,9 +24,10 @@ std::string beyond_training_warning(const Hparams& hp, const std::string& what, 
           hp.rope.factor, hp.n_ctx_train);
       break;
   }
-  return fmt::format("{} is above the model's training context of {} tokens: text past {} tokens will likely "
-                     "degrade into gibberish ({})",
-                     what, hp.n_ctx_train, hp.n_ctx_train, scaling);
+  return fmt::format(
+      "{} is above the model's training context of {} tokens: text past {} tokens will likely "
+      "degrade into gibberish ({})",
+      what, hp.n_ctx_train, hp.n_ctx_train, scaling);
 }
 
 }  // namespace latte::cli

@@ -16,11 +16,14 @@
 namespace {
 
 void print_usage(FILE* out) {
-  std::fprintf(out, "usage: latte <command> [options]   (latte <command> --help, or latte help <command>, for its options)\n\ncommands:\n");
+  std::fprintf(out,
+               "usage: latte <command> [options]   (latte <command> --help, or latte help <command>, for its "
+               "options)\n\ncommands:\n");
   for (int i = 0; i < latte::cli::kCommandCount; ++i)
     std::fprintf(out, "  %-10s %s\n", latte::cli::kCommands[i].name, latte::cli::kCommands[i].summary);
-  std::fprintf(out, "  %-10s %s\n  %-10s %s\n", "help", "latte help COMMAND: the command's options (= latte COMMAND --help)",
-               "version", "the version and the git commit latte was built from (also --version)");
+  std::fprintf(out, "  %-10s %s\n  %-10s %s\n", "help",
+               "latte help COMMAND: the command's options (= latte COMMAND --help)", "version",
+               "the version and the git commit latte was built from (also --version)");
 }
 
 const latte::cli::Command* find_command(const std::string& name) {

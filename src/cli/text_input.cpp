@@ -45,10 +45,24 @@ std::string process_escapes(std::string_view text) {
     }
     const char c = text[i + 1];
     switch (c) {
-      case 'n': out += '\n'; ++i; continue;
-      case 't': out += '\t'; ++i; continue;
-      case 'r': out += '\r'; ++i; continue;
-      case '\\': case '"': case '\'': out += c; ++i; continue;
+      case 'n':
+        out += '\n';
+        ++i;
+        continue;
+      case 't':
+        out += '\t';
+        ++i;
+        continue;
+      case 'r':
+        out += '\r';
+        ++i;
+        continue;
+      case '\\':
+      case '"':
+      case '\'':
+        out += c;
+        ++i;
+        continue;
       case 'x':
         if (i + 3 < text.size() && hex(text[i + 2]) >= 0 && hex(text[i + 3]) >= 0) {
           out += static_cast<char>(hex(text[i + 2]) * 16 + hex(text[i + 3]));
@@ -56,8 +70,7 @@ std::string process_escapes(std::string_view text) {
           continue;
         }
         break;
-      default:
-        break;
+      default: break;
     }
     out += '\\';  // not an escape: the backslash stays, the next character is copied next round
   }

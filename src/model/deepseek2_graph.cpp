@@ -26,9 +26,8 @@ struct MlaRope {
 MlaRope mla_rope(const Hparams& hp) {
   MlaRope r;
   r.params = rope_frequencies(hp, hp.mla.qk_rope);
-  const float mscale = hp.rope.scaling == RopeScaling::kYarn
-                           ? 1.0f + hp.rope.yarn_log_multiplier * std::log(hp.rope.factor)
-                           : 1.0f;
+  const float mscale =
+      hp.rope.scaling == RopeScaling::kYarn ? 1.0f + hp.rope.yarn_log_multiplier * std::log(hp.rope.factor) : 1.0f;
   r.kq_scale = mscale * mscale / std::sqrt(static_cast<float>(hp.mla.qk_nope + hp.mla.qk_rope));
   return r;
 }
@@ -49,13 +48,14 @@ Projections project_queries(const ForwardContext& c, const LayerWeights& l, ggl:
   ggl::Graph& g = c.g;
   const MlaConfig& m = c.hp.mla;
   const int64_t H = c.hp.n_head, T = c.n_tokens;
-  ggl::Tensor* q = l.wq ? g.mul_mat(weight(g, l.wq), x)
-                        : g.mul_mat(weight(g, l.wq_b), norm(g, g.mul_mat(weight(g, l.wq_a), x), l.wq_a_norm, c.hp.rms_eps));
+  ggl::Tensor* q =
+      l.wq ? g.mul_mat(weight(g, l.wq), x)
+           : g.mul_mat(weight(g, l.wq_b), norm(g, g.mul_mat(weight(g, l.wq_a), x), l.wq_a_norm, c.hp.rms_eps));
   ggl::Tensor* q3 = g.reshape(q, {m.qk_nope + m.qk_rope, H, T, 1});
   Projections p;
   p.q_nope = g.view(q3, {m.qk_nope, H, T, 1}, {q3->nb[0], q3->nb[1], q3->nb[2], q3->nb[3]}, 0);
-  ggl::Tensor* pe = g.view(q3, {m.qk_rope, H, T, 1}, {q3->nb[0], q3->nb[1], q3->nb[2], q3->nb[3]},
-                           m.qk_nope * sizeof(float));
+  ggl::Tensor* pe =
+      g.view(q3, {m.qk_rope, H, T, 1}, {q3->nb[0], q3->nb[1], q3->nb[2], q3->nb[3]}, m.qk_nope * sizeof(float));
   p.q_pe = g.rope(pe, c.positions, rope.params);
   return p;
 }
@@ -70,9 +70,9 @@ void write_latents(const ForwardContext& c, const LayerWeights& l, ggl::Tensor* 
   const size_t kvrow = kv->nb[1];
   ggl::Tensor* latent = norm(g, g.view(kv, {m.kv_lora_rank, T, 1, 1}, {kv->nb[0], kvrow, kvrow * T, kvrow * T}, 0),
                              l.wkv_a_norm, c.hp.rms_eps);
-  ggl::Tensor* k_pe = g.rope(g.view(kv, {m.qk_rope, 1, T, 1}, {kv->nb[0], kvrow, kvrow, kvrow * T},
-                                    m.kv_lora_rank * sizeof(float)),
-                             c.positions, rope.params);  // [rope, 1, T]
+  ggl::Tensor* k_pe =
+      g.rope(g.view(kv, {m.qk_rope, 1, T, 1}, {kv->nb[0], kvrow, kvrow, kvrow * T}, m.kv_lora_rank * sizeof(float)),
+             c.positions, rope.params);  // [rope, 1, T]
 
   const size_t row = cache->nb[1], at = static_cast<size_t>(c.batch.n_past) * row;
   const size_t pe_offset = ggl::row_bytes(cache->type, m.kv_lora_rank);
@@ -81,13 +81,13 @@ void write_latents(const ForwardContext& c, const LayerWeights& l, ggl::Tensor* 
          g.view(cache, {m.qk_rope, T, 1, 1}, {cache->nb[0], row, row * T, row * T}, at + pe_offset));
 }
 
-ggl::Tensor* attend_absorbed(const ForwardContext& c, const LayerWeights& l, const Projections& p,
-                             ggl::Tensor* cache, const MlaRope& rope) {
+ggl::Tensor* attend_absorbed(const ForwardContext& c, const LayerWeights& l, const Projections& p, ggl::Tensor* cache,
+                             const MlaRope& rope) {
   ggl::Graph& g = c.g;
   const MlaConfig& m = c.hp.mla;
   const int64_t H = c.hp.n_head, T = c.n_tokens, L = m.kv_lora_rank;
-  ggl::Tensor* q_nope = g.permute(p.q_nope, 0, 2, 1, 3);  // [nope, T, H]
-  ggl::Tensor* q_abs = l.wk_b ? g.mul_mat(weight(g, l.wk_b), q_nope)                                  // [L, T, H]
+  ggl::Tensor* q_nope = g.permute(p.q_nope, 0, 2, 1, 3);              // [nope, T, H]
+  ggl::Tensor* q_abs = l.wk_b ? g.mul_mat(weight(g, l.wk_b), q_nope)  // [L, T, H]
                               : g.mul_mat_t(kv_b_part(g, weight(g, l.wkv_b), m.qk_nope, 0, m, H), q_nope);
   ggl::Tensor* q = g.concat(g.permute(q_abs, 0, 2, 1, 3), p.q_pe, 0);  // [L + rope, H, T]
 
@@ -96,7 +96,7 @@ ggl::Tensor* attend_absorbed(const ForwardContext& c, const LayerWeights& l, con
   ggl::Tensor* V = g.view(cache, {L, 1, c.n_kv, 1}, {cache->nb[0], row, row, row * c.n_kv}, 0);
   ggl::Tensor* o = g.flash_attn(q, K, V, c.positions, rope.kq_scale);  // [L, H, T]
 
-  ggl::Tensor* o_heads = g.permute(o, 0, 2, 1, 3);  // [L, T, H]
+  ggl::Tensor* o_heads = g.permute(o, 0, 2, 1, 3);                 // [L, T, H]
   ggl::Tensor* v = l.wv_b ? g.mul_mat(weight(g, l.wv_b), o_heads)  // [v, T, H]
                           : g.mul_mat(kv_b_part(g, weight(g, l.wkv_b), m.v_head_dim, m.qk_nope, m, H), o_heads);
   return g.reshape(g.cont(g.permute(v, 0, 2, 1, 3)), {m.v_head_dim * H, T, 1, 1});
@@ -111,8 +111,8 @@ ggl::Tensor* attend_naive(const ForwardContext& c, const LayerWeights& l, const 
   ggl::Tensor* latents = g.cont(g.view(cache, {L, N, 1, 1}, {cache->nb[0], row, row * N, row * N}, 0));  // [L, N]
   ggl::Tensor* k_pe = g.cont(g.view(cache, {m.qk_rope, 1, N, 1}, {cache->nb[0], row, row, row * N},
                                     ggl::row_bytes(cache->type, L)));  // [rope, 1, N]
-  ggl::Tensor* k_nope;  // [nope, H, N]
-  ggl::Tensor* v;       // [v, H, N]
+  ggl::Tensor* k_nope;                                                 // [nope, H, N]
+  ggl::Tensor* v;                                                      // [v, H, N]
   if (l.wkv_b) {
     ggl::Tensor* kv = g.reshape(g.mul_mat(weight(g, l.wkv_b), latents), {m.qk_nope + m.v_head_dim, H, N, 1});
     k_nope = g.view(kv, {m.qk_nope, H, N, 1}, {kv->nb[0], kv->nb[1], kv->nb[2], kv->nb[3]}, 0);
@@ -121,8 +121,8 @@ ggl::Tensor* attend_naive(const ForwardContext& c, const LayerWeights& l, const 
     k_nope = g.permute(g.mul_mat_t(weight(g, l.wk_b), latents), 0, 2, 1, 3);  // [nope, N, H] -> [nope, H, N]
     v = g.permute(g.mul_mat(weight(g, l.wv_b), latents), 0, 2, 1, 3);         // [v, N, H] -> [v, H, N]
   }
-  ggl::Tensor* K = g.concat(k_nope, k_pe, 0);         // [nope + rope, H, N], k_pe shared by all heads
-  ggl::Tensor* q = g.concat(p.q_nope, p.q_pe, 0);      // [nope + rope, H, T]
+  ggl::Tensor* K = g.concat(k_nope, k_pe, 0);                          // [nope + rope, H, N], k_pe shared by all heads
+  ggl::Tensor* q = g.concat(p.q_nope, p.q_pe, 0);                      // [nope + rope, H, T]
   ggl::Tensor* o = g.flash_attn(q, K, v, c.positions, rope.kq_scale);  // [v, H, T]
   return g.reshape(o, {m.v_head_dim * H, T, 1, 1});
 }

@@ -22,8 +22,7 @@ std::optional<MlaMode> parse_mla_mode(std::string_view s) {
   return std::nullopt;
 }
 
-MlaMode choose_mla_path(const Hparams& hp, int64_t n_tokens, int64_t n_past, MlaMode requested,
-                        MlaSpeeds speeds) {
+MlaMode choose_mla_path(const Hparams& hp, int64_t n_tokens, int64_t n_past, MlaMode requested, MlaSpeeds speeds) {
   if (requested != MlaMode::kAuto) return requested;
   // A decode step never expands cached latents.
   if (n_tokens <= 1) return MlaMode::kAbsorb;
@@ -64,8 +63,8 @@ ggl::Tensor* build_forward(ggl::Graph& g, const Model& model, const KvCache& cac
   std::vector<int32_t> positions(static_cast<size_t>(T));
   for (int64_t t = 0; t < T; ++t) positions[t] = static_cast<int32_t>(batch.n_past + t);
   const ModelWeights& w = weights ? *weights : model.weights();
-  const ForwardContext c{g, model, w, model.hparams(), cache, batch, g.input_i32(positions, "positions"), T,
-                         batch.n_past + T};
+  const ForwardContext c{g, model,           w, model.hparams(), cache, batch, g.input_i32(positions, "positions"),
+                         T, batch.n_past + T};
   return model.hparams().arch == Arch::kLlama ? build_llama(c) : build_deepseek2(c);
 }
 

@@ -36,8 +36,7 @@ struct MlaSpeeds {
 };
 
 // The path a batch takes (kAbsorb or kNaive) for this request.
-MlaMode choose_mla_path(const Hparams& hp, int64_t n_tokens, int64_t n_past, MlaMode requested,
-                        MlaSpeeds speeds = {});
+MlaMode choose_mla_path(const Hparams& hp, int64_t n_tokens, int64_t n_past, MlaMode requested, MlaSpeeds speeds = {});
 // The speeds for a model on the backend that runs it, from the type of its latent up-projection
 // weights and its head sizes.
 MlaSpeeds mla_speeds(const Model& model, const ggl::Backend& backend);

@@ -26,10 +26,10 @@ ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const
   ggl::Tensor* probs = moe.gating == ExpertGating::kSigmoid ? g.sigmoid(logits) : g.softmax(logits);
   // The selection bias only decides which experts run; their weights come from the plain scores.
   ggl::Tensor* selection = l.exp_probs_b ? g.add(probs, weight(g, l.exp_probs_b)) : probs;
-  ggl::Tensor* ids = g.top_k(selection, {static_cast<int>(k), static_cast<int>(moe.n_groups),
-                                         static_cast<int>(moe.n_groups_used)});  // [k, T]
+  ggl::Tensor* ids = g.top_k(
+      selection, {static_cast<int>(k), static_cast<int>(moe.n_groups), static_cast<int>(moe.n_groups_used)});  // [k, T]
   ids->name = kMoeChosenExperts;
-  ggl::Tensor* w = g.get_rows(g.reshape(probs, {1, E, T, 1}), ids);             // [1, k, T]
+  ggl::Tensor* w = g.get_rows(g.reshape(probs, {1, E, T, 1}), ids);  // [1, k, T]
   if (moe.weights_norm) {
     ggl::Tensor* w2 = g.reshape(w, {k, T, 1, 1});
     w = g.reshape(g.div(w2, g.sum_rows(w2)), {1, k, T, 1});

@@ -87,8 +87,8 @@ void read_deepseek2(const ggl::GgufFile& file, const Keys& k, Hparams& hp) {
   m.qk_nope = hp.head_dim_k - m.qk_rope;
   m.v_head_dim = hp.head_dim_v;
   if (m.qk_nope <= 0 || m.qk_rope % 2 != 0)
-    k.bad(k.key(key_k) + " (" + std::to_string(hp.head_dim_k) + ") must exceed the even " + k.key("rope.dimension_count") +
-          " (" + std::to_string(m.qk_rope) + ")");
+    k.bad(k.key(key_k) + " (" + std::to_string(hp.head_dim_k) + ") must exceed the even " +
+          k.key("rope.dimension_count") + " (" + std::to_string(m.qk_rope) + ")");
   hp.rope.n_rot = m.qk_rope;
   hp.n_ff = k.integer_or("feed_forward_length", 0);
 
@@ -154,8 +154,10 @@ Hparams read_hparams(const ggl::GgufFile& file) {
   if (hp.n_vocab <= 0) k.bad("cannot tell the vocabulary size (no " + k.key("vocab_size") + ", no token_embd.weight)");
 
   read_rope_scaling(k, hp);
-  if (hp.arch == Arch::kLlama) read_llama(k, hp);
-  else read_deepseek2(file, k, hp);
+  if (hp.arch == Arch::kLlama)
+    read_llama(k, hp);
+  else
+    read_deepseek2(file, k, hp);
   return hp;
 }
 

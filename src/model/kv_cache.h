@@ -68,10 +68,10 @@ class KvCache {
   ggl::Type type_;
   int64_t n_ctx_;
   int64_t n_layer_;
-  std::vector<ggl::Backend*> device_;  // per layer; empty: every layer in host memory
-  std::vector<std::unique_ptr<uint8_t[]>> host_buffers_;          // [layer * streams + stream]
+  std::vector<ggl::Backend*> device_;                                // per layer; empty: every layer in host memory
+  std::vector<std::unique_ptr<uint8_t[]>> host_buffers_;             // [layer * streams + stream]
   std::vector<std::unique_ptr<ggl::BackendBuffer>> device_buffers_;  // one per device
-  std::vector<uint8_t*> rows_;                                    // [layer * streams + stream]
+  std::vector<uint8_t*> rows_;                                       // [layer * streams + stream]
 };
 
 }  // namespace latte

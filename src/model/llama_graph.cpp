@@ -30,7 +30,8 @@ ggl::Tensor* attention(const ForwardContext& c, int64_t il, ggl::Tensor* x) {
   ggl::Tensor* vc = c.cache.tensor(g, il, 1);
   const size_t krow = kc->nb[1], vrow = vc->nb[1];
   const size_t at = static_cast<size_t>(c.batch.n_past);
-  g.copy(g.reshape(k, {Hkv * Dk, T, 1, 1}), g.view(kc, {Hkv * Dk, T, 1, 1}, {kc->nb[0], krow, krow * T, krow * T}, at * krow));
+  g.copy(g.reshape(k, {Hkv * Dk, T, 1, 1}),
+         g.view(kc, {Hkv * Dk, T, 1, 1}, {kc->nb[0], krow, krow * T, krow * T}, at * krow));
   g.copy(v, g.view(vc, {Hkv * Dv, T, 1, 1}, {vc->nb[0], vrow, vrow * T, vrow * T}, at * vrow));
   const size_t khead = ggl::row_bytes(kc->type, Dk), vhead = ggl::row_bytes(vc->type, Dv);
   ggl::Tensor* K = g.view(kc, {Dk, Hkv, c.n_kv, 1}, {kc->nb[0], khead, krow, krow * c.n_kv}, 0);

@@ -16,9 +16,9 @@ std::vector<WeightRef*> product_slots(ModelWeights& w) {
   std::vector<WeightRef*> out;
   if (w.output != w.token_embd) out.push_back(&w.output);
   for (LayerWeights& l : w.layers)
-    for (WeightRef* r : {&l.wo, &l.wq, &l.wk, &l.wv, &l.wq_a, &l.wq_b, &l.wkv_a_mqa, &l.ffn_gate, &l.ffn_up,
-                         &l.ffn_down, &l.ffn_gate_exps, &l.ffn_up_exps, &l.ffn_down_exps, &l.ffn_gate_shexp,
-                         &l.ffn_up_shexp, &l.ffn_down_shexp})
+    for (WeightRef* r :
+         {&l.wo, &l.wq, &l.wk, &l.wv, &l.wq_a, &l.wq_b, &l.wkv_a_mqa, &l.ffn_gate, &l.ffn_up, &l.ffn_down,
+          &l.ffn_gate_exps, &l.ffn_up_exps, &l.ffn_down_exps, &l.ffn_gate_shexp, &l.ffn_up_shexp, &l.ffn_down_shexp})
       out.push_back(r);
   return out;
 }
@@ -42,12 +42,8 @@ std::vector<WeightRef> product_weights(ModelWeights w) {
 }
 
 ggl::OfferedWeight offer(WeightRef t, WeightRef output) {
-  return {t->name,
-          t->type,
-          {t->ne[0], t->ne[1], t->ne[2], t->ne[3]},
-          t->data,
-          t->nbytes,
-          t == output ? ggl::WeightUse::kOutputHead : ggl::WeightUse::kProducts};
+  return {t->name, t->type,   {t->ne[0], t->ne[1], t->ne[2], t->ne[3]},
+          t->data, t->nbytes, t == output ? ggl::WeightUse::kOutputHead : ggl::WeightUse::kProducts};
 }
 
 }  // namespace

@@ -122,8 +122,10 @@ ModelWeights load_weights(const ggl::GgufFile& file, const Hparams& hp) {
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     LayerWeights& l = w.layers[il];
     l.attn_norm = ld.required(blk(il, "attn_norm"), {hp.n_embd});
-    if (hp.arch == Arch::kLlama) load_llama_attention(ld, hp, il, l);
-    else load_mla_attention(ld, hp, il, l);
+    if (hp.arch == Arch::kLlama)
+      load_llama_attention(ld, hp, il, l);
+    else
+      load_mla_attention(ld, hp, il, l);
     load_ffn(ld, hp, il, l);
   }
   return w;

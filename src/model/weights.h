@@ -57,11 +57,31 @@ template <typename F>
 void for_each_weight(ModelWeights& w, F&& f) {
   for (WeightRef* r : {&w.token_embd, &w.output_norm, &w.output, &w.rope_freqs}) f(*r);
   for (LayerWeights& l : w.layers)
-    for (WeightRef* r :
-         {&l.attn_norm, &l.wo, &l.wq, &l.wk, &l.wv, &l.wq_a, &l.wq_a_norm, &l.wq_b, &l.wkv_a_mqa, &l.wkv_a_norm,
-          &l.wkv_b, &l.wk_b, &l.wv_b, &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.ffn_gate_inp,
-          &l.exp_probs_b, &l.ffn_gate_exps, &l.ffn_up_exps, &l.ffn_down_exps, &l.ffn_gate_shexp, &l.ffn_up_shexp,
-          &l.ffn_down_shexp})
+    for (WeightRef* r : {&l.attn_norm,
+                         &l.wo,
+                         &l.wq,
+                         &l.wk,
+                         &l.wv,
+                         &l.wq_a,
+                         &l.wq_a_norm,
+                         &l.wq_b,
+                         &l.wkv_a_mqa,
+                         &l.wkv_a_norm,
+                         &l.wkv_b,
+                         &l.wk_b,
+                         &l.wv_b,
+                         &l.ffn_norm,
+                         &l.ffn_gate,
+                         &l.ffn_up,
+                         &l.ffn_down,
+                         &l.ffn_gate_inp,
+                         &l.exp_probs_b,
+                         &l.ffn_gate_exps,
+                         &l.ffn_up_exps,
+                         &l.ffn_down_exps,
+                         &l.ffn_gate_shexp,
+                         &l.ffn_up_shexp,
+                         &l.ffn_down_shexp})
       f(*r);
 }
 

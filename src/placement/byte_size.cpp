@@ -21,12 +21,18 @@ std::optional<size_t> parse_byte_size(std::string_view text) {
   for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (unit.size() > 1 && (unit.substr(1) == "B" || unit.substr(1) == "IB")) unit.resize(1);
   int power = 0;
-  if (unit == "B" || unit.empty()) power = 0;
-  else if (unit == "K") power = 1;
-  else if (unit == "M") power = 2;
-  else if (unit == "G") power = 3;
-  else if (unit == "T") power = 4;
-  else return std::nullopt;
+  if (unit == "B" || unit.empty())
+    power = 0;
+  else if (unit == "K")
+    power = 1;
+  else if (unit == "M")
+    power = 2;
+  else if (unit == "G")
+    power = 3;
+  else if (unit == "T")
+    power = 4;
+  else
+    return std::nullopt;
   const double bytes = value * std::pow(1024.0, power);
   if (!std::isfinite(bytes) || bytes >= 0x1p63) return std::nullopt;
   return static_cast<size_t>(std::llround(bytes));

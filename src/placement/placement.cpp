@@ -10,7 +10,9 @@
 namespace latte {
 namespace {
 
-bool is_ffn_group(TensorRole r) { return r == TensorRole::kDenseFfn || r == TensorRole::kSharedExpert || r == TensorRole::kRouter; }
+bool is_ffn_group(TensorRole r) {
+  return r == TensorRole::kDenseFfn || r == TensorRole::kSharedExpert || r == TensorRole::kRouter;
+}
 
 // Whether -ngl / --cpu-moe / --n-cpu-moe let a tensor onto the GPU at all.
 bool candidate(const PlanTensor& t, int n_layer, const PlacementRequest& r) {
@@ -76,7 +78,9 @@ Placement plan_placement(std::vector<PlanTensor> tensors, int n_layer, const Pla
       if (t.device == Device::kCpu && in(t.tensor) && candidate(t.tensor, n_layer, request)) t.device = Device::kGpu;
   };
   for (int l = n_layer - 1; l >= 0; --l)
-    place([l](const PlanTensor& t) { return t.layer == l && (t.role == TensorRole::kAttention || t.role == TensorRole::kCache); });
+    place([l](const PlanTensor& t) {
+      return t.layer == l && (t.role == TensorRole::kAttention || t.role == TensorRole::kCache);
+    });
   for (int l = n_layer - 1; l >= 0; --l)
     place([l](const PlanTensor& t) { return t.layer == l && is_ffn_group(t.role); });
   place([](const PlanTensor& t) { return t.role == TensorRole::kOutputHead; });
@@ -111,8 +115,8 @@ std::string placement_summary(const Placement& p, bool mla) {
   std::string line = fmt::format("offload: gpu {} ({} weights, {} {} cache, {} work buffers", b(p.gpu_total()),
                                  b(p.bytes(Device::kGpu) - cache), b(cache), mla ? "latent" : "kv", b(p.work_bytes));
   line += p.budget ? fmt::format(", budget {})", b(*p.budget)) : ")";
-  line += fmt::format(", cpu {}; attention {}/{} layers", b(p.bytes(Device::kCpu)), p.gpu_layers_with(TensorRole::kAttention),
-                      p.layers_with(TensorRole::kAttention));
+  line += fmt::format(", cpu {}; attention {}/{} layers", b(p.bytes(Device::kCpu)),
+                      p.gpu_layers_with(TensorRole::kAttention), p.layers_with(TensorRole::kAttention));
   const int dense = p.layers_with(TensorRole::kDenseFfn), shared = p.layers_with(TensorRole::kSharedExpert);
   if (dense > 0) line += fmt::format(", dense ffn {}/{}", p.gpu_layers_with(TensorRole::kDenseFfn), dense);
   if (shared > 0) line += fmt::format(", shared experts {}/{}", p.gpu_layers_with(TensorRole::kSharedExpert), shared);

@@ -51,7 +51,7 @@ struct PlacedTensor {
 struct Placement {
   std::vector<PlacedTensor> tensors;  // in the order given
   int n_layer = 0;
-  size_t work_bytes = 0;          // GPU compute buffers; 0 when nothing is on the GPU
+  size_t work_bytes = 0;  // GPU compute buffers; 0 when nothing is on the GPU
   std::optional<size_t> budget;
 
   // Bytes on a device, of one role or of every role (work buffers not included).

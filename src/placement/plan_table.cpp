@@ -19,7 +19,9 @@ std::string cell(const Placement& p, const std::function<bool(const PlanTensor&)
   return fmt::format("{:<5} {:>10}", where, format_bytes(static_cast<double>(gpu + cpu)));
 }
 
-bool ffn_role(TensorRole r) { return r == TensorRole::kDenseFfn || r == TensorRole::kSharedExpert || r == TensorRole::kRouter; }
+bool ffn_role(TensorRole r) {
+  return r == TensorRole::kDenseFfn || r == TensorRole::kSharedExpert || r == TensorRole::kRouter;
+}
 
 }  // namespace
 
@@ -39,7 +41,8 @@ std::string plan_table(const Placement& p, bool mla) {
   for (TensorRole r : {TensorRole::kEmbedding, TensorRole::kOutputHead, TensorRole::kOther})
     if (const std::string c = cell(p, [r](const PlanTensor& t) { return t.role == r && t.layer < 0; }); c != "-")
       out += fmt::format("{:<15}  {}\n", tensor_role_name(r), c);
-  const size_t gpu_cache = p.bytes(Device::kGpu, TensorRole::kCache), cpu_cache = p.bytes(Device::kCpu, TensorRole::kCache);
+  const size_t gpu_cache = p.bytes(Device::kGpu, TensorRole::kCache),
+               cpu_cache = p.bytes(Device::kCpu, TensorRole::kCache);
   out += fmt::format("gpu: {} weights + {} cache + {} work buffers = {}", b(p.bytes(Device::kGpu) - gpu_cache),
                      b(gpu_cache), b(p.work_bytes), b(p.gpu_total()));
   if (p.budget) {

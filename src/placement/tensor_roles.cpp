@@ -44,7 +44,8 @@ PlanTensor classify_tensor(std::string name, size_t bytes) {
   } else if (starts_with(n, "blk.")) {
     const size_t dot = n.find('.', 4);
     int layer = -1;
-    const auto [end, ec] = std::from_chars(n.data() + 4, n.data() + (dot == std::string_view::npos ? n.size() : dot), layer);
+    const auto [end, ec] =
+        std::from_chars(n.data() + 4, n.data() + (dot == std::string_view::npos ? n.size() : dot), layer);
     if (ec == std::errc() && dot != std::string_view::npos && end == n.data() + dot && layer >= 0) {
       t.layer = layer;
       t.role = layer_role(n.substr(dot + 1));
@@ -60,8 +61,10 @@ std::vector<PlanTensor> classify_tensors(std::span<const ggl::TensorInfo> tensor
   for (const ggl::TensorInfo& info : tensors) {
     out.push_back(classify_tensor(info.name, info.nbytes));
     const PlanTensor& t = out.back();
-    if (t.layer >= n_layer) out.back() = {t.name, t.bytes, -1, TensorRole::kOther};  // a layer the model lacks
-    else if (t.layer >= 0 && (t.role == TensorRole::kRoutedExperts || t.role == TensorRole::kSharedExpert)) moe[t.layer] = 1;
+    if (t.layer >= n_layer)
+      out.back() = {t.name, t.bytes, -1, TensorRole::kOther};  // a layer the model lacks
+    else if (t.layer >= 0 && (t.role == TensorRole::kRoutedExperts || t.role == TensorRole::kSharedExpert))
+      moe[t.layer] = 1;
   }
   for (PlanTensor& t : out)
     if (t.role == TensorRole::kDenseFfn && t.layer >= 0 && moe[t.layer] && t.name.find("ffn_norm") != std::string::npos)

@@ -14,15 +14,15 @@
 namespace latte {
 
 enum class TensorRole {
-  kEmbedding,     // token_embd: a few rows read per token; stays with the CPU
-  kAttention,     // attn_* of a layer, its norm included
-  kCache,         // a layer's cache (MLA latent, or K/V): not a file tensor, sized by -c
-  kDenseFfn,      // ffn_gate/up/down of a dense layer, and its ffn_norm
-  kSharedExpert,  // *_shexp, and the ffn_norm of a MoE layer
-  kRouter,        // ffn_gate_inp, exp_probs_b
-  kRoutedExperts, // *_exps: each token reads n_expert_used of n_expert
-  kOutputHead,    // output_norm, output
-  kOther,         // anything else (rope_freqs, ...)
+  kEmbedding,      // token_embd: a few rows read per token; stays with the CPU
+  kAttention,      // attn_* of a layer, its norm included
+  kCache,          // a layer's cache (MLA latent, or K/V): not a file tensor, sized by -c
+  kDenseFfn,       // ffn_gate/up/down of a dense layer, and its ffn_norm
+  kSharedExpert,   // *_shexp, and the ffn_norm of a MoE layer
+  kRouter,         // ffn_gate_inp, exp_probs_b
+  kRoutedExperts,  // *_exps: each token reads n_expert_used of n_expert
+  kOutputHead,     // output_norm, output
+  kOther,          // anything else (rope_freqs, ...)
 };
 std::string_view tensor_role_name(TensorRole r);
 

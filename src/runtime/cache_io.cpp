@@ -93,7 +93,8 @@ Header decode(const uint8_t* p, const std::string& path) {
   };
   Header h;
   take(h.version);
-  if (h.version != kVersion) ggl::fail("{}: cache file version {} (this latte reads version {})", path, h.version, kVersion);
+  if (h.version != kVersion)
+    ggl::fail("{}: cache file version {} (this latte reads version {})", path, h.version, kVersion);
   take(h.arch), take(h.type), take(h.streams);
   take(h.n_layer), take(h.width[0]), take(h.width[1]), take(h.n_embd), take(h.n_vocab);
   take(h.model_bytes), take(h.n_tokens), take(h.tokens_hash);
@@ -107,8 +108,9 @@ std::string mismatch(const Header& file, const Header& want) {
       file.n_vocab != want.n_vocab || file.model_bytes != want.model_bytes)
     return "it was saved for another model";
   if (file.type != want.type)
-    return "it holds a " + std::string(ggl::type_name(static_cast<ggl::Type>(file.type))) + " cache, this session uses " +
-           std::string(ggl::type_name(static_cast<ggl::Type>(want.type))) + " (--cache-type)";
+    return "it holds a " + std::string(ggl::type_name(static_cast<ggl::Type>(file.type))) +
+           " cache, this session uses " + std::string(ggl::type_name(static_cast<ggl::Type>(want.type))) +
+           " (--cache-type)";
   if (file.n_tokens != want.n_tokens)
     return "it holds " + std::to_string(file.n_tokens) + " tokens, the conversation " + std::to_string(want.n_tokens);
   if (file.tokens_hash != want.tokens_hash) return "it was computed from other token ids than the conversation's";

@@ -37,8 +37,7 @@ void build_cache_rotation(ggl::Graph& g, const KvCache& cache, const Hparams& hp
 
 void remove_cached_tokens(Session& session, int64_t begin, int64_t end) {
   const int64_t n = session.n_past();
-  if (begin < 0 || begin > end || end > n)
-    ggl::fail("cannot remove cached tokens [{}, {}) of {}", begin, end, n);
+  if (begin < 0 || begin > end || end > n) ggl::fail("cannot remove cached tokens [{}, {}) of {}", begin, end, n);
   const int64_t d = end - begin, m = n - end;
   if (d == 0) return;
   const KvCache& cache = session.cache();

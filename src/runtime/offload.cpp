@@ -86,8 +86,8 @@ DeviceWeights::DeviceWeights(const Model& model, ggl::Backend& device, const std
 OffloadPlan plan_offload(const Model& model, const PlacementRequest& request, int64_t n_ctx, ggl::Type cache_type,
                          int64_t n_batch, const ggl::Backend& device) {
   const Hparams& hp = model.hparams();
-  const size_t cache_per_layer = cache_bytes_per_token(hp, cache_type) / static_cast<size_t>(hp.n_layer) *
-                                 static_cast<size_t>(n_ctx);
+  const size_t cache_per_layer =
+      cache_bytes_per_token(hp, cache_type) / static_cast<size_t>(hp.n_layer) * static_cast<size_t>(n_ctx);
   OffloadPlan out;
   out.placement = plan_placement(classify_tensors(model.file().tensors(), hp.n_layer, cache_per_layer),
                                  static_cast<int>(hp.n_layer), request, gpu_work_bytes(hp, n_batch, n_ctx));

@@ -25,17 +25,17 @@
 namespace latte {
 
 struct SessionOptions {
-  int64_t n_ctx = 0;                       // 0: default_context()
-  ggl::Type cache_type = ggl::Type::F16;   // f32, f16, bf16, q8_0
-  MlaMode mla_mode = MlaMode::kAuto;       // deepseek2 only
-  int n_threads = 0;                       // 0: one per physical core
-  int64_t n_batch = 512;                   // most tokens per graph
+  int64_t n_ctx = 0;                      // 0: default_context()
+  ggl::Type cache_type = ggl::Type::F16;  // f32, f16, bf16, q8_0
+  MlaMode mla_mode = MlaMode::kAuto;      // deepseek2 only
+  int n_threads = 0;                      // 0: one per physical core
+  int64_t n_batch = 512;                  // most tokens per graph
   // GPU offload (docs/offload.md). nullopt: no device is asked for and everything runs on the CPU.
   // With a request and a device backend, the placed weights are uploaded to the device, the
   // placed layers' caches live there, and graphs run through a Scheduler over [device, CPU]. With
   // a request but no device, everything runs on the CPU (the caller says so).
   std::optional<PlacementRequest> placement{};
-  bool op_offload = true;  // long prompts' expert products on the device (--no-op-offload)
+  bool op_offload = true;             // long prompts' expert products on the device (--no-op-offload)
   int64_t op_offload_min_batch = 32;  // tokens per expert from which that pays (scheduler.h)
   // Where the device backends come from; unset: the GPUs of this build and machine
   // (ggl::available_backends). The first one is used. Tests inject a simulated device here.

@@ -25,7 +25,7 @@ struct SynthOptions {
   std::string vocab_path;  // a GGUF whose tokenizer.* keys are copied; "" for none
   std::string name;        // general.name; "" for "<title> (synthetic)"
   uint64_t seed = 1;
-  bool progress = true;    // a progress bar when stderr is a terminal
+  bool progress = true;  // a progress bar when stderr is a terminal
   // Receives notices (a tensor stored in another type). Default: stderr.
   std::function<void(std::string_view)> on_notice;
 };

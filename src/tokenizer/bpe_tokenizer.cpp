@@ -22,8 +22,8 @@ BpeTokenizer::BpeTokenizer(Vocab vocab, const std::vector<std::string>& merges, 
 
 std::string BpeTokenizer::describe() const {
   return fmt::format("byte-level BPE, {} tokens, {} merges, pre-tokenizer {}{}", n_vocab(), ranks_.size(),
-                     pre_.preset(), vocab().pre.empty() || vocab().pre == pre_.preset() ? ""
-                                                                                         : " (for '" + vocab().pre + "')");
+                     pre_.preset(),
+                     vocab().pre.empty() || vocab().pre == pre_.preset() ? "" : " (for '" + vocab().pre + "')");
 }
 
 int32_t BpeTokenizer::symbol_token(std::string_view symbol) const {
@@ -108,8 +108,10 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out)
       int n = utf8::sequence_length(static_cast<uint8_t>(symbol[j]));
       size_t len = std::min(symbol.size() - j, static_cast<size_t>(n > 0 ? n : 1));
       int32_t c = symbol_token(symbol.substr(j, len));
-      if (c >= 0) out.push_back(c);
-      else if (vocab().unk >= 0) out.push_back(vocab().unk);
+      if (c >= 0)
+        out.push_back(c);
+      else if (vocab().unk >= 0)
+        out.push_back(vocab().unk);
       j += len;
     }
   }

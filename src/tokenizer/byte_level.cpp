@@ -53,8 +53,10 @@ std::string decode(std::string_view text) {
       continue;
     }
     auto it = t.code_point_to_byte.find(utf8::decode(text.substr(i)));
-    if (it != t.code_point_to_byte.end()) out += static_cast<char>(it->second);
-    else out.append(text.substr(i, n));
+    if (it != t.code_point_to_byte.end())
+      out += static_cast<char>(it->second);
+    else
+      out.append(text.substr(i, n));
     i += n;
   }
   return out;

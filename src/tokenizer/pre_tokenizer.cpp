@@ -20,8 +20,8 @@ class Pcre2Regex {
   explicit Pcre2Regex(const std::string& pattern) {
     int error = 0;
     PCRE2_SIZE error_offset = 0;
-    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
-                          &error, &error_offset, nullptr);
+    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP, &error,
+                          &error_offset, nullptr);
     if (!code_) {
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(error, message, sizeof(message));
@@ -81,11 +81,11 @@ constexpr const char* kGpt2 = R"re('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[
 // newlines kept with the punctuation before them. (?i:...) is spelled out so that only ASCII
 // letters match, as in the reference implementations.
 #define LATTE_CONTRACTIONS R"re((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]))re"
-constexpr const char* kLlama3 = LATTE_CONTRACTIONS
-    R"re(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+constexpr const char* kLlama3 =
+    LATTE_CONTRACTIONS R"re(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
 // Qwen2 / StableLM2: as Llama 3 but one digit per word.
-constexpr const char* kQwen2 = LATTE_CONTRACTIONS
-    R"re(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+constexpr const char* kQwen2 =
+    LATTE_CONTRACTIONS R"re(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
 // GPT-4o / Llama 4: upper/lower-case aware words with an optional contraction suffix.
 constexpr const char* kGpt4o =
     R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+)re" LATTE_CONTRACTIONS
@@ -93,10 +93,9 @@ constexpr const char* kGpt4o =
     R"re(?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
 #undef LATTE_CONTRACTIONS
 // Mistral Tekken.
-constexpr const char* kTekken =
-    R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+)re"
-    R"re(|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*)re"
-    R"re(|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+constexpr const char* kTekken = R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+)re"
+                                R"re(|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*)re"
+                                R"re(|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
 // BLOOM / Poro: everything up to whitespace or sentence punctuation.
 constexpr const char* kBloom = R"re( ?[^(\s|.,!?\x{2026}\x{3002}\x{FF0C}\x{3001}\x{964}\x{6D4}\x{60C})]+)re";
 
@@ -142,7 +141,9 @@ const std::vector<Preset>& presets() {
        {"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v1-en", "jina-v2-es", "jina-v2-de", "jina-v2-code",
         "roberta-bpe", "mpt", "olmo", "jais", "exaone4", "trillion", "a.x-4.0", "mellum", "granite-docling"},
        {kGpt2}},
-      {"llama3", {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"}, {kLlama3},
+      {"llama3",
+       {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"},
+       {kLlama3},
        true},
       {"dbrx", {"dbrx", "smaug-bpe", "chatglm-bpe", "glm4"}, {kLlama3}},
       {"deepseek-llm",
@@ -243,8 +244,10 @@ std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
     refined.reserve(words.size() * 2);
     for (std::string_view w : words) {
       bool invalid_byte = w.size() == 1 && utf8::valid_char_length(w) == 0;
-      if (invalid_byte) refined.push_back(w);
-      else regex->refine(w, md.get(), refined);
+      if (invalid_byte)
+        refined.push_back(w);
+      else
+        regex->refine(w, md.get(), refined);
     }
     words.swap(refined);
   }

@@ -33,8 +33,10 @@ void SpmTokenizer::encode_text(std::string_view raw, bool after_special, std::ve
   text.reserve(raw.size() + 8);
   if (add_space_prefix() && after_special) text += "\xE2\x96\x81";
   for (char c : raw) {
-    if (c == ' ') text += "\xE2\x96\x81";
-    else text += c;
+    if (c == ' ')
+      text += "\xE2\x96\x81";
+    else
+      text += c;
   }
 
   struct Symbol {

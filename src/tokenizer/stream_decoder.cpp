@@ -6,8 +6,7 @@
 
 namespace latte {
 
-StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, Options options)
-    : tokenizer_(tokenizer), options_(options) {}
+StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, Options options) : tokenizer_(tokenizer), options_(options) {}
 
 std::string StreamDecoder::push(int32_t token) {
   std::string_view piece = tokenizer_.token_to_piece(token, options_.render_special);
@@ -15,8 +14,7 @@ std::string StreamDecoder::push(int32_t token) {
   bool is_text = type != TokenType::kControl && type != TokenType::kUnknown;
   if (at_start_ && is_text && !piece.empty()) {
     at_start_ = false;
-    if (options_.strip_leading_space && tokenizer_.add_space_prefix() && piece.front() == ' ')
-      piece.remove_prefix(1);
+    if (options_.strip_leading_space && tokenizer_.add_space_prefix() && piece.front() == ' ') piece.remove_prefix(1);
   }
   pending_.append(piece);
 

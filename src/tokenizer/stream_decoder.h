@@ -20,8 +20,8 @@ namespace latte {
 class StreamDecoder {
  public:
   struct Options {
-    bool render_special = false;       // print control tokens (<s>, <|endoftext|>) as their text
-    bool strip_leading_space = true;   // see above; off when continuing a stream mid-text
+    bool render_special = false;      // print control tokens (<s>, <|endoftext|>) as their text
+    bool strip_leading_space = true;  // see above; off when continuing a stream mid-text
   };
   explicit StreamDecoder(const Tokenizer& tokenizer) : StreamDecoder(tokenizer, Options{}) {}
   StreamDecoder(const Tokenizer& tokenizer, Options options);
@@ -41,7 +41,6 @@ class StreamDecoder {
 };
 
 // Whole-sequence convenience: push every id, then flush.
-std::string detokenize(const Tokenizer& tokenizer, std::span<const int32_t> ids,
-                       StreamDecoder::Options options = {});
+std::string detokenize(const Tokenizer& tokenizer, std::span<const int32_t> ids, StreamDecoder::Options options = {});
 
 }  // namespace latte

@@ -42,15 +42,13 @@ std::string piece_of(const Vocab& v, int32_t id) {
   switch (v.type(id)) {
     case TokenType::kControl:
     case TokenType::kUnknown:
-    case TokenType::kUserDefined:
-      return text;  // stored as plain text in both families
+    case TokenType::kUserDefined: return text;  // stored as plain text in both families
     case TokenType::kByte: {
       int b = byte_token_value(text);
       if (b >= 0) return std::string(1, static_cast<char>(b));
       break;
     }
-    default:
-      break;
+    default: break;
   }
   return v.kind == TokenizerKind::kBytePairBpe ? byte_level::decode(text) : replace_all(text, kSpaceMarker, " ");
 }
@@ -78,9 +76,10 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const ggl::GgufFile& file) { ret
 std::unique_ptr<Tokenizer> Tokenizer::from_metadata(const ggl::Metadata& md) {
   std::string model = model_name(md);
   if (model == "none" || model.empty())
-    ggl::fail("{}: the model has no tokenizer (tokenizer.ggml.model = none): text cannot be tokenized, "
-              "only token ids can be given",
-              md.source());
+    ggl::fail(
+        "{}: the model has no tokenizer (tokenizer.ggml.model = none): text cannot be tokenized, "
+        "only token ids can be given",
+        md.source());
   if (model == "gpt2") {
     PreTokenizer pre(md.get_or<std::string>("tokenizer.ggml.pre", ""));
     bool add_bos_default = pre.preset() == "llama3" || pre.preset() == "tekken";

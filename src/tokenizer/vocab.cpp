@@ -23,8 +23,8 @@ namespace {
 // Texts that mark the end of a turn in common chat vocabularies; such tokens end generation
 // even when the metadata names no EOT id (the GGUF converters do not always write one).
 constexpr std::string_view kEndOfGenerationTexts[] = {
-    "<|eot_id|>", "<|im_end|>",   "<|end|>", "<end_of_turn>", "<|endoftext|>",      "<|eom_id|>",
-    "<EOT>",      "_<EOT>",       "<|end_of_text|>",          "<end_of_utterance>", "<｜end▁of▁sentence｜>",
+    "<|eot_id|>", "<|im_end|>", "<|end|>",         "<end_of_turn>",      "<|endoftext|>",         "<|eom_id|>",
+    "<EOT>",      "_<EOT>",     "<|end_of_text|>", "<end_of_utterance>", "<｜end▁of▁sentence｜>",
 };
 
 // Reads an optional token id key; ids outside the vocabulary (e.g. 0xFFFFFFFF written for "none")
@@ -41,9 +41,7 @@ void read_id(const ggl::Metadata& md, std::string_view key, int32_t n_vocab, int
                  md.source().c_str(), static_cast<int>(key.size()), key.data(), static_cast<long long>(v), n_vocab);
 }
 
-TokenType to_token_type(int32_t v) {
-  return v >= 0 && v <= 6 ? static_cast<TokenType>(v) : TokenType::kUndefined;
-}
+TokenType to_token_type(int32_t v) { return v >= 0 && v <= 6 ? static_cast<TokenType>(v) : TokenType::kUndefined; }
 
 }  // namespace
 

@@ -19,7 +19,7 @@ enum class TokenType : uint8_t {
   kControl = 3,      // <s>, </s>, <|endoftext|>: never produced from text unless parsing specials
   kUserDefined = 4,  // always matched literally in the text before anything else
   kUnused = 5,
-  kByte = 6,         // <0xXX> byte-fallback tokens of SentencePiece vocabularies
+  kByte = 6,  // <0xXX> byte-fallback tokens of SentencePiece vocabularies
 };
 
 // The two tokenizer families of GGUF: `tokenizer.ggml.model` "gpt2" and "llama".
@@ -35,7 +35,7 @@ struct Vocab {
   std::vector<TokenType> types;
 
   int32_t bos = -1, eos = -1, eot = -1, eom = -1, unk = -1;  // -1: the vocabulary has none
-  std::vector<int32_t> eog;  // ids that end generation, sorted
+  std::vector<int32_t> eog;                                  // ids that end generation, sorted
   bool add_bos = false;
   bool add_eos = false;
   bool add_space_prefix = false;  // SentencePiece: a space (▁) is put before text at the start

@@ -42,8 +42,8 @@ std::string convert_stories(const std::string& args, const std::string& out_name
 
 // Every metadata key of `ref` is in `got` with the same type and value, except `allowed_missing`;
 // `got` has no other keys than `allowed_extra`.
-void expect_same_metadata(const ggl::GgufFile& got, const ggl::GgufFile& ref, const std::set<std::string>& allowed_missing,
-                          const std::set<std::string>& allowed_extra) {
+void expect_same_metadata(const ggl::GgufFile& got, const ggl::GgufFile& ref,
+                          const std::set<std::string>& allowed_missing, const std::set<std::string>& allowed_extra) {
   for (const auto& [key, value] : ref.metadata().entries()) {
     if (allowed_missing.count(key)) continue;
     const ggl::Value* v = got.metadata().find(key);
@@ -179,8 +179,8 @@ TEST(ConvertStories, Q8_0LogitsWithinQuantizedThresholds) {
   auto m = latte::testing::compare_logits(exact, ours, 512);
   EXPECT_LE(m.nrmse, std::max(1.25 * o.nrmse, 0.005));
   EXPECT_LE(m.mean_kl, std::max(1.5 * o.mean_kl, 1e-4));
-  std::printf("q8_0 vs exact: nrmse %.2e mean_kl %.2e top1 %.3f (oracle: nrmse %.2e mean_kl %.2e top1 %.3f)\n",
-              m.nrmse, m.mean_kl, m.top1, o.nrmse, o.mean_kl, o.top1);
+  std::printf("q8_0 vs exact: nrmse %.2e mean_kl %.2e top1 %.3f (oracle: nrmse %.2e mean_kl %.2e top1 %.3f)\n", m.nrmse,
+              m.mean_kl, m.top1, o.nrmse, o.mean_kl, o.top1);
 
   // The same rule against the unquantized model's reference logits: quantizing the weights may
   // move the result no further from the F32 model than it moved the oracle's own Q8_0 run.
@@ -256,9 +256,15 @@ TEST(ConvertStories, TokenizerMatchesReferenceOnVocabTestTexts) {
 // Streaming: converting a 150 MB checkpoint holds about one output tensor (here at most 4 MiB)
 // plus the program itself, far less than the checkpoint.
 TEST(ConvertStreaming, PeakMemoryStaysFarBelowCheckpointSize) {
-  json config = {{"architectures", {"LlamaForCausalLM"}}, {"vocab_size", 2048}, {"hidden_size", 512},
-                 {"intermediate_size", 1024}, {"num_hidden_layers", 14}, {"num_attention_heads", 8},
-                 {"num_key_value_heads", 8}, {"max_position_embeddings", 256}, {"rms_norm_eps", 1e-5}};
+  json config = {{"architectures", {"LlamaForCausalLM"}},
+                 {"vocab_size", 2048},
+                 {"hidden_size", 512},
+                 {"intermediate_size", 1024},
+                 {"num_hidden_layers", 14},
+                 {"num_attention_heads", 8},
+                 {"num_key_value_heads", 8},
+                 {"max_position_embeddings", 256},
+                 {"rms_norm_eps", 1e-5}};
   const fs::path dir = fresh_dir("big") / "llama-150mb";
   {
     HfWeights w = random_llama(config, 11);
@@ -306,7 +312,8 @@ TEST(ConvertErrors, MissingShard) {
   LATTE_REQUIRE_SHARED(kHf);
   fs::path dir = linked_copy("missing-shard");
   fs::remove(dir / "model-00002-of-00002.safetensors");
-  expect_convert_fails(dir, "model-00002-of-00002.safetensors: shard listed in model.safetensors.index.json is missing");
+  expect_convert_fails(dir,
+                       "model-00002-of-00002.safetensors: shard listed in model.safetensors.index.json is missing");
 }
 
 TEST(ConvertErrors, CorruptSafetensorsHeader) {
@@ -363,9 +370,15 @@ TEST(ConvertErrors, ShapeMismatchWithConfig) {
 }
 
 TEST(ConvertErrors, UnsupportedDtype) {
-  json config = {{"architectures", {"LlamaForCausalLM"}}, {"vocab_size", 32}, {"hidden_size", 32},
-                 {"intermediate_size", 64}, {"num_hidden_layers", 1}, {"num_attention_heads", 2},
-                 {"num_key_value_heads", 2}, {"max_position_embeddings", 64}, {"rms_norm_eps", 1e-5}};
+  json config = {{"architectures", {"LlamaForCausalLM"}},
+                 {"vocab_size", 32},
+                 {"hidden_size", 32},
+                 {"intermediate_size", 64},
+                 {"num_hidden_layers", 1},
+                 {"num_attention_heads", 2},
+                 {"num_key_value_heads", 2},
+                 {"max_position_embeddings", 64},
+                 {"rms_norm_eps", 1e-5}};
   HfWeights w = random_llama(config, 3);
   fs::path dir = fresh_dir("dtype") / "llama-int";
   write_checkpoint(dir, config, w, Dtype::F32);
@@ -384,9 +397,15 @@ TEST(ConvertErrors, UnsupportedDtype) {
 }
 
 TEST(ConvertErrors, UnexpectedTensor) {
-  json config = {{"architectures", {"LlamaForCausalLM"}}, {"vocab_size", 32}, {"hidden_size", 32},
-                 {"intermediate_size", 64}, {"num_hidden_layers", 1}, {"num_attention_heads", 2},
-                 {"num_key_value_heads", 2}, {"max_position_embeddings", 64}, {"rms_norm_eps", 1e-5}};
+  json config = {{"architectures", {"LlamaForCausalLM"}},
+                 {"vocab_size", 32},
+                 {"hidden_size", 32},
+                 {"intermediate_size", 64},
+                 {"num_hidden_layers", 1},
+                 {"num_attention_heads", 2},
+                 {"num_key_value_heads", 2},
+                 {"max_position_embeddings", 64},
+                 {"rms_norm_eps", 1e-5}};
   HfWeights w = random_llama(config, 3);
   Rng rng(1);
   w.add("model.layers.0.self_attn.q_proj.bias", random_vector(rng, 32, 0, 1));

@@ -76,8 +76,8 @@ json deepseek_v3_config() {
   c["kv_lora_rank"] = 48;
   c["qk_nope_head_dim"] = 16;
   c["v_head_dim"] = 16;
-  c["rope_scaling"] = {{"type", "yarn"}, {"factor", 8.0}, {"original_max_position_embeddings", 8},
-                       {"beta_fast", 32},  {"beta_slow", 1},   {"mscale", 1.0},
+  c["rope_scaling"] = {{"type", "yarn"},       {"factor", 8.0},  {"original_max_position_embeddings", 8},
+                       {"beta_fast", 32},      {"beta_slow", 1}, {"mscale", 1.0},
                        {"mscale_all_dim", 1.0}};
   c["torch_dtype"] = "bfloat16";
   return c;
@@ -134,8 +134,7 @@ void expect_matches_reference(const std::string& gguf, const std::vector<int32_t
   EXPECT_LE(m.nrmse, 1e-3) << gguf;
   EXPECT_LE(m.max_kl, 1e-4) << gguf;
   EXPECT_EQ(m.top1, 1.0) << gguf;
-  std::printf("%s: nrmse %.2e  max_kl %.2e  top1 %.3f\n", fs::path(gguf).filename().c_str(), m.nrmse, m.max_kl,
-              m.top1);
+  std::printf("%s: nrmse %.2e  max_kl %.2e  top1 %.3f\n", fs::path(gguf).filename().c_str(), m.nrmse, m.max_kl, m.top1);
 }
 
 TEST(ConvertForward, DeepSeekV2WithQLoraAndYarnMatchesDirectComputation) {

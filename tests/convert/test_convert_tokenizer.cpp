@@ -17,6 +17,8 @@ using namespace latte::convert_test;
 using latte::convert::JsonObject;
 using latte::testing::shared_dir;
 
+// (Each regex stays one literal, as in the file.)
+// clang-format off
 // The pre-tokenizer Split regexes of DeepSeek LLM's tokenizer.json.
 const std::vector<std::string> kDeepSeekLlmSplits = {
     "[\r\n]",
@@ -27,6 +29,7 @@ const std::vector<std::string> kDeepSeekLlmSplits = {
     "[一-龥ࠀ-一가-퟿]+",
     "\\p{N}+",
 };
+// clang-format on
 
 json split(const std::string& regex) {
   return {{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}};
@@ -37,8 +40,8 @@ json byte_level(bool use_regex) {
 }
 
 json added_token(int64_t id, const std::string& content, bool special) {
-  return {{"id", id},           {"content", content}, {"single_word", false}, {"lstrip", false},
-          {"rstrip", false},    {"normalized", !special}, {"special", special}};
+  return {{"id", id},        {"content", content},     {"single_word", false}, {"lstrip", false},
+          {"rstrip", false}, {"normalized", !special}, {"special", special}};
 }
 
 struct VocabFile {
@@ -124,9 +127,9 @@ TEST(ConvertTokenizer, DeepSeekLlmByteLevelBpe) {
     const int32_t want = v.tokens[id].rfind("[PAD", 0) == 0 ? 5 : v.types[id];
     ASSERT_EQ(types[id], want) << "token " << id << " " << v.tokens[id];
   }
-  for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
-                          "tokenizer.ggml.padding_token_id", "tokenizer.ggml.add_bos_token",
-                          "tokenizer.ggml.add_eos_token"})
+  for (const char* key :
+       {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.padding_token_id",
+        "tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token"})
     EXPECT_TRUE(same_value(md.at(key), v.file->metadata().at(key))) << key;
   EXPECT_EQ(md.get<std::string>("tokenizer.chat_template"), tc["chat_template"].get<std::string>());
   expect_test_vectors(md, "ggml-vocab-deepseek-llm");
@@ -146,7 +149,8 @@ TEST(ConvertTokenizer, Gpt2ByteLevelBpeWithArrayMerges) {
              {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}}}};
   const fs::path dir = fresh_dir("tok-gpt2");
   std::ofstream(dir / "tokenizer.json") << tj.dump();
-  std::ofstream(dir / "tokenizer_config.json") << json{{"bos_token", "<|endoftext|>"}, {"eos_token", "<|endoftext|>"}}.dump();
+  std::ofstream(dir / "tokenizer_config.json")
+      << json{{"bos_token", "<|endoftext|>"}, {"eos_token", "<|endoftext|>"}}.dump();
   ggl::Metadata md = convert_dir(dir, static_cast<int64_t>(v.tokens.size()));
   EXPECT_EQ(md.get<std::string>("tokenizer.ggml.pre"), "gpt-2");
   EXPECT_EQ(md.get<std::vector<std::string>>("tokenizer.ggml.tokens"), v.tokens);
@@ -165,7 +169,8 @@ TEST(ConvertTokenizer, LlamaSentencePieceBpeWithByteFallback) {
   VocabFile v = load_vocab("ggml-vocab-llama-spm");
   std::map<std::string, int64_t> ids;
   json vocab = json::object();
-  for (size_t id = 0; id < v.tokens.size(); ++id) vocab[v.tokens[id]] = id, ids[v.tokens[id]] = static_cast<int64_t>(id);
+  for (size_t id = 0; id < v.tokens.size(); ++id)
+    vocab[v.tokens[id]] = id, ids[v.tokens[id]] = static_cast<int64_t>(id);
   struct Merge {
     float score;
     int64_t id, left;
@@ -205,9 +210,9 @@ TEST(ConvertTokenizer, LlamaSentencePieceBpeWithByteFallback) {
   EXPECT_EQ(md.get<std::string>("tokenizer.ggml.model"), "llama");
   EXPECT_EQ(md.get<std::vector<std::string>>("tokenizer.ggml.tokens"), v.tokens);
   EXPECT_EQ(md.get<std::vector<int32_t>>("tokenizer.ggml.token_type"), v.types);
-  for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
-                          "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.add_bos_token",
-                          "tokenizer.ggml.add_eos_token"})
+  for (const char* key :
+       {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id",
+        "tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token"})
     EXPECT_TRUE(same_value(md.at(key), v.file->metadata().at(key))) << key;
   EXPECT_FALSE(md.has("tokenizer.ggml.add_space_prefix"));
   // Scores are rebuilt from the merge order: the same ranking of the pieces that merges form.
@@ -225,12 +230,12 @@ json pre_of(std::vector<json> steps) { return {{"pre_tokenizer", {{"type", "Sequ
 TEST(ConvertTokenizer, IdentifiesPreTokenizers) {
   using latte::convert::identify_pre_tokenizer;
   EXPECT_EQ(identify_pre_tokenizer(json{{"pre_tokenizer", byte_level(true)}}, "t"), "gpt-2");
-  EXPECT_EQ(identify_pre_tokenizer(
-                pre_of({split("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
-                              "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"),
-                        byte_level(false)}),
-                "t"),
-            "llama-bpe");
+  EXPECT_EQ(
+      identify_pre_tokenizer(pre_of({split("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+                                           "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"),
+                                     byte_level(false)}),
+                             "t"),
+      "llama-bpe");
   EXPECT_EQ(identify_pre_tokenizer(
                 pre_of({split("\\p{N}{1,3}"), split("[一-龥぀-ゟ゠-ヿ]+"),
                         split("[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}"
@@ -264,19 +269,22 @@ fs::path tiny_bpe_dir(const std::string& name, const json& tj, const json& tc) {
 }
 
 json tiny_bpe() {
-  return {{"added_tokens", {added_token(5, "<|bos|>", true), added_token(6, "<|user|>", false)}},
-          {"pre_tokenizer", byte_level(true)},
-          {"post_processor",
-           {{"type", "TemplateProcessing"},
-            {"single", {{{"SpecialToken", {{"id", "<|bos|>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}}}},
-          {"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}, {"Ġ", 3}, {"Ġa", 4}}}, {"merges", {"a b", "Ġ a"}}}}};
+  return {
+      {"added_tokens", {added_token(5, "<|bos|>", true), added_token(6, "<|user|>", false)}},
+      {"pre_tokenizer", byte_level(true)},
+      {"post_processor",
+       {{"type", "TemplateProcessing"},
+        {"single",
+         {{{"SpecialToken", {{"id", "<|bos|>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}}}},
+      {"model",
+       {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}, {"Ġ", 3}, {"Ġa", 4}}}, {"merges", {"a b", "Ġ a"}}}}};
 }
 
 TEST(ConvertTokenizer, PaddingAddedTokensTemplatesAndBosFromPostProcessor) {
-  const fs::path dir = tiny_bpe_dir("tok-tiny", tiny_bpe(),
-                                    json{{"bos_token", "<|bos|>"},
-                                         {"chat_template", {{{"name", "default"}, {"template", "D"}},
-                                                            {{"name", "tool_use"}, {"template", "T"}}}}});
+  const fs::path dir = tiny_bpe_dir(
+      "tok-tiny", tiny_bpe(),
+      json{{"bos_token", "<|bos|>"},
+           {"chat_template", {{{"name", "default"}, {"template", "D"}}, {{"name", "tool_use"}, {"template", "T"}}}}});
   ggl::Metadata md = convert_dir(dir, 10);
   EXPECT_EQ(md.get<std::vector<std::string>>("tokenizer.ggml.tokens"),
             (std::vector<std::string>{"a", "b", "ab", "Ġ", "Ġa", "<|bos|>", "<|user|>", "[PAD7]", "[PAD8]", "[PAD9]"}));
@@ -292,8 +300,8 @@ TEST(ConvertTokenizer, PaddingAddedTokensTemplatesAndBosFromPostProcessor) {
   const fs::path dir2 = tiny_bpe_dir("tok-jinja", tiny_bpe(), nullptr);
   std::ofstream(dir2 / "chat_template.jinja") << "{{ messages }}";
   ggl::Metadata md2("converted");
-  latte::convert::add_tokenizer_metadata(dir2.string(), JsonObject("config.json", json{{"bos_token_id", 5}, {"eos_token_id", 6}}),
-                                         7, {}, md2);
+  latte::convert::add_tokenizer_metadata(
+      dir2.string(), JsonObject("config.json", json{{"bos_token_id", 5}, {"eos_token_id", 6}}), 7, {}, md2);
   EXPECT_EQ(md2.get<std::string>("tokenizer.chat_template"), "{{ messages }}");
   EXPECT_EQ(md2.get<uint32_t>("tokenizer.ggml.eos_token_id"), 6u);
 }
@@ -319,7 +327,8 @@ TEST(ConvertTokenizer, Errors) {
   tj = tiny_bpe();
   tj["model"]["merges"].push_back("x y");
   tj["model"]["byte_fallback"] = true;
-  expect_tokenizer_error(tiny_bpe_dir("tok-e4", tj, nullptr), 10, "merge 'x y' produces a token that is not in the vocab");
+  expect_tokenizer_error(tiny_bpe_dir("tok-e4", tj, nullptr), 10,
+                         "merge 'x y' produces a token that is not in the vocab");
   tj = tiny_bpe();
   tj.erase("pre_tokenizer");
   expect_tokenizer_error(tiny_bpe_dir("tok-e5", tj, nullptr), 10, "without a ByteLevel pre-tokenizer or byte fallback");

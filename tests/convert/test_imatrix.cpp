@@ -31,8 +31,8 @@ struct TinyTensor {
 };
 
 const std::vector<TinyTensor> kTensors = {
-    {"token_embd.weight", {64, 16}},       {"blk.0.attn_norm.weight", {64}},
-    {"blk.0.ffn_up.weight", {64, 8}},      {"blk.0.ffn_down_exps.weight", {64, 4, 3}},
+    {"token_embd.weight", {64, 16}},        {"blk.0.attn_norm.weight", {64}},
+    {"blk.0.ffn_up.weight", {64, 8}},       {"blk.0.ffn_down_exps.weight", {64, 4, 3}},
     {"blk.0.ffn_gate_inp.weight", {64, 3}}, {"output.weight", {64, 16}},
 };
 
@@ -73,9 +73,7 @@ std::vector<float> weights_for(const TinyTensor& t) {
 }
 
 // What the imatrix tool records for the matmul weights (not token_embd, norms or the router).
-std::vector<const TinyTensor*> imatrix_tensors() {
-  return {&kTensors[2], &kTensors[3], &kTensors[5]};
-}
+std::vector<const TinyTensor*> imatrix_tensors() { return {&kTensors[2], &kTensors[3], &kTensors[5]}; }
 
 // GGUF format: <name>.in_sum2 [ne0, n_matrix] sums, <name>.counts [1, n_matrix].
 fs::path write_gguf_imatrix(const fs::path& path, std::vector<const TinyTensor*> tensors, int64_t ne0_delta = 0) {
@@ -146,8 +144,8 @@ Recorded quantize_recording(const fs::path& model, const fs::path& imatrix, cons
     ggl::quantize_row(t, src, dst, n);
     const int id = static_cast<int>(src[0]);
     std::lock_guard<std::mutex> lock(mu);
-    rec.importance[{id / 1000, id % 1000}] = importance ? std::vector<float>(importance, importance + n)
-                                                         : std::vector<float>{};
+    rec.importance[{id / 1000, id % 1000}] =
+        importance ? std::vector<float>(importance, importance + n) : std::vector<float>{};
   };
   latte::convert::quantize_gguf(o);
   return rec;

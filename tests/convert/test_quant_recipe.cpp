@@ -15,6 +15,7 @@
 
 namespace test_quant_recipe {
 
+using ggl::Type;
 using latte::convert::choose_tensor_types;
 using latte::convert::FileType;
 using latte::convert::find_file_type;
@@ -22,7 +23,6 @@ using latte::convert::RecipeModel;
 using latte::convert::RecipeOptions;
 using latte::convert::RecipeTensor;
 using latte::testing::shared_dir;
-using ggl::Type;
 
 const char* kKquantDir = "fixtures/kquant";
 
@@ -272,9 +272,9 @@ TEST(QuantRecipe, ChoicesDoNotDependOnTheFileOrder) {
 
 TEST(QuantRecipe, FileTypeNames) {
   const std::map<std::string, uint32_t> ids = {
-      {"f32", 0},     {"f16", 1},     {"q4_0", 2},    {"q4_1", 3},    {"q8_0", 7},    {"q5_0", 8},   {"q5_1", 9},
-      {"q2_k", 10},   {"q3_k_s", 11}, {"q3_k_m", 12}, {"q3_k_l", 13}, {"q4_k_s", 14}, {"q4_k_m", 15},
-      {"q5_k_s", 16}, {"q5_k_m", 17}, {"q6_k", 18},   {"iq4_nl", 25}, {"iq4_xs", 30}, {"bf16", 32}};
+      {"f32", 0},     {"f16", 1},     {"q4_0", 2},    {"q4_1", 3},    {"q8_0", 7},    {"q5_0", 8},    {"q5_1", 9},
+      {"q2_k", 10},   {"q3_k_s", 11}, {"q3_k_m", 12}, {"q3_k_l", 13}, {"q4_k_s", 14}, {"q4_k_m", 15}, {"q5_k_s", 16},
+      {"q5_k_m", 17}, {"q6_k", 18},   {"iq4_nl", 25}, {"iq4_xs", 30}, {"bf16", 32}};
   for (const auto& [name, id] : ids) {
     ASSERT_TRUE(find_file_type(name)) << name;
     EXPECT_EQ(find_file_type(name)->id, id) << name;

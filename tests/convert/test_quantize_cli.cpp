@@ -118,9 +118,9 @@ TEST(QuantizeCli, LeaveOutputTensorAndTokenEmbeddingType) {
   LATTE_REQUIRE_SHARED(kF32);
   LATTE_REQUIRE_SHARED("fixtures/ds2-v2-tiny-q8_0.gguf");
   LATTE_REQUIRE_SHARED("fixtures/ds2-v2-tiny-q4_0.gguf");
-  ggl::GgufFile got(quantize(shared_dir() / kF32, "q4_0", "--leave-output-tensor --token-embedding-type q8_0",
-                             "mixed.gguf")
-                        .string());
+  ggl::GgufFile got(
+      quantize(shared_dir() / kF32, "q4_0", "--leave-output-tensor --token-embedding-type q8_0", "mixed.gguf")
+          .string());
   ggl::GgufFile in((shared_dir() / kF32).string());
   ggl::GgufFile q8((shared_dir() / "fixtures/ds2-v2-tiny-q8_0.gguf").string());
   ggl::GgufFile q4((shared_dir() / "fixtures/ds2-v2-tiny-q4_0.gguf").string());
@@ -200,18 +200,19 @@ TEST(QuantizeCli, ErrorsAreOneLineAndLeaveNoFile) {
   };
   const fs::path bad = dir / "bad.gguf";
   std::ofstream(bad) << "GGUF but not really";
-  for (const Case& c : {Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q5_k", "TYPE 'q5_k' is not one of"},
-                        Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " iq2_xxs", "TYPE 'iq2_xxs' is not one of"},
-                        Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q4_k_m --tensor-type attn=q9_k",
-                             "--tensor-type attn=q9_k: type 'q9_k' is not one of"},
-                        Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q4_k_m --tensor-type attn",
-                             "--tensor-type 'attn' is not REGEX=TYPE"},
-                        Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q4_k_m --output-tensor-type q4_k",
-                             "--output-tensor-type q4_K: tensor output.weight has rows of 320, not a multiple of 256"},
-                        Case{q(dir / "missing.gguf") + " " + q(dir / "o.gguf") + " q8_0", "missing.gguf"},
-                        Case{q(bad) + " " + q(dir / "o.gguf") + " q8_0", "bad.gguf"},
-                        Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q8_0 --token-embedding-type i32",
-                             "--token-embedding-type 'i32' is not one of"}}) {
+  for (const Case& c :
+       {Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q5_k", "TYPE 'q5_k' is not one of"},
+        Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " iq2_xxs", "TYPE 'iq2_xxs' is not one of"},
+        Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q4_k_m --tensor-type attn=q9_k",
+             "--tensor-type attn=q9_k: type 'q9_k' is not one of"},
+        Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q4_k_m --tensor-type attn",
+             "--tensor-type 'attn' is not REGEX=TYPE"},
+        Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q4_k_m --output-tensor-type q4_k",
+             "--output-tensor-type q4_K: tensor output.weight has rows of 320, not a multiple of 256"},
+        Case{q(dir / "missing.gguf") + " " + q(dir / "o.gguf") + " q8_0", "missing.gguf"},
+        Case{q(bad) + " " + q(dir / "o.gguf") + " q8_0", "bad.gguf"},
+        Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q8_0 --token-embedding-type i32",
+             "--token-embedding-type 'i32' is not one of"}}) {
     auto r = run_latte("quantize " + c.args);
     EXPECT_EQ(r.exit_code, 1) << r.out;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
@@ -229,8 +230,9 @@ TEST(QuantizeCli, TruncatedKquantFileIsRefused) {
   std::ifstream in(shared_dir() / ref, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
   std::ofstream(dir / "cut.gguf", std::ios::binary) << bytes.substr(0, bytes.size() - 1000);
-  for (const std::string& cmd : {"quantize " + q(dir / "cut.gguf") + " " + q(dir / "o.gguf") + " q8_0 --allow-requantize",
-                                 "info " + q(dir / "cut.gguf")}) {
+  for (const std::string& cmd :
+       {"quantize " + q(dir / "cut.gguf") + " " + q(dir / "o.gguf") + " q8_0 --allow-requantize",
+        "info " + q(dir / "cut.gguf")}) {
     auto r = run_latte(cmd);
     EXPECT_EQ(r.exit_code, 1) << r.out;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;

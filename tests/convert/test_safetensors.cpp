@@ -222,8 +222,7 @@ TEST(Safetensors, NonFloatDtypeIsRejectedWhenRead) {
     latte::convert::read_f32(*f.find("ids"), 0, 2, out.data());
     ADD_FAILURE();
   } catch (const ggl::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("has dtype I64; latte converts F32, F16 and BF16 weights"),
-              std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("has dtype I64; latte converts F32, F16 and BF16 weights"), std::string::npos);
   }
   EXPECT_THROW(latte::convert::read_f32(*f.find("ids"), 1, 5, out.data()), ggl::Error);
 }

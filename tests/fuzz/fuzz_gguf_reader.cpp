@@ -16,8 +16,7 @@ template <typename T>
 void try_get(const ggl::Metadata& md, const std::string& key) {
   try {
     (void)md.get<T>(key);
-  } catch (const ggl::Error&) {
-  }
+  } catch (const ggl::Error&) {}
 }
 
 void exercise(const ggl::GgufFile& f) {

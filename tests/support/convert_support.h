@@ -77,8 +77,8 @@ inline void round_to(Dtype d, std::vector<float>& v) {
 
 // One safetensors file holding `names` from `w`. The header is padded with spaces to a multiple
 // of 8 bytes, as the reference writer does, unless `header_pad` says otherwise.
-inline void write_safetensors(const fs::path& path, const HfWeights& w, const std::vector<std::string>& names,
-                              Dtype d, int header_pad = 8) {
+inline void write_safetensors(const fs::path& path, const HfWeights& w, const std::vector<std::string>& names, Dtype d,
+                              int header_pad = 8) {
   json header = json::object();
   std::string data;
   for (const std::string& n : names) {
@@ -119,8 +119,8 @@ inline void write_checkpoint(const fs::path& dir, const json& config, HfWeights&
     std::vector<std::string> names(w.order.begin() + std::min(w.order.size(), s * per),
                                    w.order.begin() + std::min(w.order.size(), (s + 1) * per));
     const std::string file = "model-" + std::string(5 - std::to_string(s + 1).size(), '0') + std::to_string(s + 1) +
-                             "-of-" + std::string(5 - std::to_string(n_shards).size(), '0') +
-                             std::to_string(n_shards) + ".safetensors";
+                             "-of-" + std::string(5 - std::to_string(n_shards).size(), '0') + std::to_string(n_shards) +
+                             ".safetensors";
     write_safetensors(dir / file, w, names, d);
     for (const std::string& n : names) index["weight_map"][n] = file;
   }
@@ -361,7 +361,8 @@ inline std::vector<double> llama_reference(const json& c, const HfWeights& w, co
       for (int64_t i = 0; i < E; ++i) h[t][i] += m[i];
     }
   }
-  const HfTensor& head = c.value("tie_word_embeddings", false) ? w.at("model.embed_tokens.weight") : w.at("lm_head.weight");
+  const HfTensor& head =
+      c.value("tie_word_embeddings", false) ? w.at("model.embed_tokens.weight") : w.at("lm_head.weight");
   std::vector<double> logits;
   for (size_t t = 0; t < T; ++t) {
     Vec y = linear(head, rms_norm(h[t], w.at("model.norm.weight"), eps));
@@ -375,9 +376,7 @@ inline std::vector<double> llama_reference(const json& c, const HfWeights& w, co
 // blended by a linear ramp over the correction range.
 inline std::vector<double> yarn_inv_freq(int64_t dim, double base, double factor, double orig_ctx,
                                          double beta_fast = 32, double beta_slow = 1) {
-  auto corr_dim = [&](double rot) {
-    return (dim * std::log(orig_ctx / (rot * 2 * M_PI))) / (2 * std::log(base));
-  };
+  auto corr_dim = [&](double rot) { return (dim * std::log(orig_ctx / (rot * 2 * M_PI))) / (2 * std::log(base)); };
   double low = std::max(std::floor(corr_dim(beta_fast)), 0.0);
   double high = std::min(std::ceil(corr_dim(beta_slow)), static_cast<double>(dim - 1));
   if (low == high) high += 0.001;
@@ -482,16 +481,16 @@ inline std::vector<double> deepseek_reference(const json& c, const HfWeights& w,
     std::vector<std::vector<Vec>> q(H), k(H), v(H);
     for (size_t t = 0; t < T; ++t) {
       Vec x = rms_norm(h[t], w.at(p + "input_layernorm.weight"), eps);
-      Vec qf = c["q_lora_rank"].is_null()
-                   ? linear(w.at(p + "self_attn.q_proj.weight"), x)
-                   : linear(w.at(p + "self_attn.q_b_proj.weight"),
-                            rms_norm(linear(w.at(p + "self_attn.q_a_proj.weight"), x),
-                                     w.at(p + "self_attn.q_a_layernorm.weight"), eps));
+      Vec qf = c["q_lora_rank"].is_null() ? linear(w.at(p + "self_attn.q_proj.weight"), x)
+                                          : linear(w.at(p + "self_attn.q_b_proj.weight"),
+                                                   rms_norm(linear(w.at(p + "self_attn.q_a_proj.weight"), x),
+                                                            w.at(p + "self_attn.q_a_layernorm.weight"), eps));
       Vec kv_a = linear(w.at(p + "self_attn.kv_a_proj_with_mqa.weight"), x);
       Vec latent(kv_a.begin(), kv_a.begin() + kvl);
       Vec k_pe(kv_a.begin() + kvl, kv_a.end());
       apply_rope(k_pe.data(), static_cast<int64_t>(t));
-      Vec kv = linear(w.at(p + "self_attn.kv_b_proj.weight"), rms_norm(latent, w.at(p + "self_attn.kv_a_layernorm.weight"), eps));
+      Vec kv = linear(w.at(p + "self_attn.kv_b_proj.weight"),
+                      rms_norm(latent, w.at(p + "self_attn.kv_a_layernorm.weight"), eps));
       for (int64_t hh = 0; hh < H; ++hh) {
         double* qh = qf.data() + hh * (nope + rope);
         apply_rope(qh + nope, static_cast<int64_t>(t));

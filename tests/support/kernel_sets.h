@@ -18,9 +18,10 @@ namespace latte::testing {
 
 // Runs a test body once with each CPU kernel set this build has and this CPU runs in use, so every
 // path is checked wherever it exists, and restores the set that was in use.
-template <class Body> void for_each_kernel_set(Body body) {
-  const ggl::CpuKernels &before = ggl::cpu_kernels();
-  for (const ggl::CpuKernels *k : ggl::runnable_cpu_kernels()) {
+template <class Body>
+void for_each_kernel_set(Body body) {
+  const ggl::CpuKernels& before = ggl::cpu_kernels();
+  for (const ggl::CpuKernels* k : ggl::runnable_cpu_kernels()) {
     ggl::set_cpu_kernels(*k);
     SCOPED_TRACE(std::string("kernel set ") + k->isa);
     body(*k);
@@ -55,9 +56,9 @@ inline std::set<std::string> cpuinfo_flags() {
 // avx512 needs AVX-512 F/BW/VL/DQ/VNNI, avx2vnni AVX-VNNI, both AVX2/FMA/F16C/BMI2 as avx2 does,
 // and generic runs anywhere; on aarch64 neon_dotprod needs the dot product instructions (asimddp)
 // and neon runs on every ARMv8-A core.
-inline std::vector<std::string> sets_for_flags(const std::set<std::string> &flags) {
-  auto has = [&flags](std::initializer_list<const char *> names) {
-    for (const char *n : names)
+inline std::vector<std::string> sets_for_flags(const std::set<std::string>& flags) {
+  auto has = [&flags](std::initializer_list<const char*> names) {
+    for (const char* n : names)
       if (!flags.count(n)) return false;
     return true;
   };
@@ -89,16 +90,16 @@ enum class IntPath {
   kGroupedInt16,     // grouped-head attention (MLA's absorbed form) with 32 or more heads
 };
 
-inline const char *int_path_name(IntPath p) {
+inline const char* int_path_name(IntPath p) {
   switch (p) {
-  case IntPath::kInt16Gemm: return "16-bit integer GEMM";
-  case IntPath::kInt16Unpacked: return "K-quant / IQ4 / Q5 16-bit GEMM";
-  case IntPath::kInt8Gemm: return "8-bit integer GEMM";
-  case IntPath::kInt8KRows: return "K-quant / IQ4 / Q5 8-bit rows";
-  case IntPath::kInterleavedRows: return "interleaved Q4_0 / Q8_0 / Q6_K rows";
-  case IntPath::kTransposedInt16: return "16-bit transposed product";
-  case IntPath::kMhaInt16: return "integer MHA attention";
-  case IntPath::kGroupedInt16: return "integer MLA attention";
+    case IntPath::kInt16Gemm: return "16-bit integer GEMM";
+    case IntPath::kInt16Unpacked: return "K-quant / IQ4 / Q5 16-bit GEMM";
+    case IntPath::kInt8Gemm: return "8-bit integer GEMM";
+    case IntPath::kInt8KRows: return "K-quant / IQ4 / Q5 8-bit rows";
+    case IntPath::kInterleavedRows: return "interleaved Q4_0 / Q8_0 / Q6_K rows";
+    case IntPath::kTransposedInt16: return "16-bit transposed product";
+    case IntPath::kMhaInt16: return "integer MHA attention";
+    case IntPath::kGroupedInt16: return "integer MLA attention";
   }
   return "?";
 }
@@ -119,32 +120,32 @@ inline bool set_should_have(std::string_view isa, IntPath p) {
   const bool x86 = set == "avx512" || set == "avx2vnni" || set == "avx2";
   const bool neon = set == "neon_dotprod" || set == "neon";
   switch (p) {
-  case IntPath::kInt16Gemm:
-  case IntPath::kInt16Unpacked:
-  case IntPath::kInt8Gemm: return x86 || neon;
-  case IntPath::kInt8KRows:
-  case IntPath::kInterleavedRows:
-  case IntPath::kTransposedInt16:
-  case IntPath::kMhaInt16: return x86;
-  case IntPath::kGroupedInt16: return set == "avx512";
+    case IntPath::kInt16Gemm:
+    case IntPath::kInt16Unpacked:
+    case IntPath::kInt8Gemm: return x86 || neon;
+    case IntPath::kInt8KRows:
+    case IntPath::kInterleavedRows:
+    case IntPath::kTransposedInt16:
+    case IntPath::kMhaInt16: return x86;
+    case IntPath::kGroupedInt16: return set == "avx512";
   }
   return false;
 }
 
-} // namespace latte::testing
+}  // namespace latte::testing
 
 // In a test of one kernel set `kernels` (a CpuKernels): where the set lacks path `path`
 // (`present` false), fails if the set is meant to have it, else skips naming the reason. A set
 // without a path runs the float path, so a quiet return there would pass having checked nothing.
-#define LATTE_REQUIRE_INT_PATH(kernels, path, present)                                                           \
-  do {                                                                                                           \
-    if (!(present)) {                                                                                            \
-      if (::latte::testing::set_should_have((kernels).isa, (path))) {                                           \
-        FAIL() << (kernels).isa << " has no " << ::latte::testing::int_path_name(path)                           \
-               << ", which it is meant to have (docs/cpu-kernels.md)";                                           \
-      } else {                                                                                                   \
-        GTEST_SKIP() << (kernels).isa << " has no " << ::latte::testing::int_path_name(path)                     \
-                     << " (not meant to: the float path runs)";                                                  \
-      }                                                                                                          \
-    }                                                                                                            \
+#define LATTE_REQUIRE_INT_PATH(kernels, path, present)                                       \
+  do {                                                                                       \
+    if (!(present)) {                                                                        \
+      if (::latte::testing::set_should_have((kernels).isa, (path))) {                        \
+        FAIL() << (kernels).isa << " has no " << ::latte::testing::int_path_name(path)       \
+               << ", which it is meant to have (docs/cpu-kernels.md)";                       \
+      } else {                                                                               \
+        GTEST_SKIP() << (kernels).isa << " has no " << ::latte::testing::int_path_name(path) \
+                     << " (not meant to: the float path runs)";                              \
+      }                                                                                      \
+    }                                                                                        \
   } while (0)

@@ -31,7 +31,8 @@ inline BlockComparison quantize_and_compare(const ggl::TensorInfo& src, const gg
   const size_t block_bytes = ggl::traits(q.type).block_bytes;
   c.blocks = mine.size() / block_bytes;
   for (size_t off = 0; off < mine.size(); off += block_bytes)
-    if (std::memcmp(mine.data() + off, q.data + off, block_bytes) != 0 && c.differing++ == 0) c.first = off / block_bytes;
+    if (std::memcmp(mine.data() + off, q.data + off, block_bytes) != 0 && c.differing++ == 0)
+      c.first = off / block_bytes;
   return c;
 }
 

@@ -105,14 +105,14 @@ inline std::string missing_shared_file(const std::filesystem::path& relpath) {
 // Every test that reads a file from ../shared calls this first (in the test body, or in a helper
 // returning void): when the file is absent the test is skipped with a message naming it, or fails
 // with that message when LATTE_REQUIRE_SHARED=1.
-#define LATTE_REQUIRE_SHARED(relpath)                                                           \
-  do {                                                                                          \
-    const std::string latte_missing_ = ::latte::testing::missing_shared_file(relpath);          \
-    if (!latte_missing_.empty()) {                                                              \
-      if (::latte::testing::shared_files_required()) {                                          \
-        FAIL() << latte_missing_ << " (LATTE_REQUIRE_SHARED=1)";                                \
-      } else {                                                                                  \
-        GTEST_SKIP() << "SKIPPED: " << latte_missing_;                                          \
-      }                                                                                         \
-    }                                                                                           \
+#define LATTE_REQUIRE_SHARED(relpath)                                                  \
+  do {                                                                                 \
+    const std::string latte_missing_ = ::latte::testing::missing_shared_file(relpath); \
+    if (!latte_missing_.empty()) {                                                     \
+      if (::latte::testing::shared_files_required()) {                                 \
+        FAIL() << latte_missing_ << " (LATTE_REQUIRE_SHARED=1)";                       \
+      } else {                                                                         \
+        GTEST_SKIP() << "SKIPPED: " << latte_missing_;                                 \
+      }                                                                                \
+    }                                                                                  \
   } while (0)

@@ -84,8 +84,8 @@ constexpr int64_t kMaxHead = 1024;  // head sizes beyond this take the float ker
 // (with loop indices, unrolled later, GCC keeps such an array in memory around the asm steps).
 template <int N, class F>
 inline void each(F&& f) {
-  [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }(
-      std::make_integer_sequence<int, N>{});
+  [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }
+  (std::make_integer_sequence<int, N>{});
 }
 
 struct Dims {
@@ -173,9 +173,9 @@ float round14(const float* x, int64_t n, float m, int16_t* out) {
 
 float quantize14(const float* x, int64_t n, int16_t* out) {
   Vec amax(0.0f);
-GGL_AVX512_UNDEFINED_BEGIN
+  GGL_AVX512_UNDEFINED_BEGIN
   for (int64_t i = 0; i < n; i += kLanes) amax = xsimd::max(amax, xsimd::abs(Vec::load_unaligned(x + i)));
-GGL_AVX512_UNDEFINED_END
+  GGL_AVX512_UNDEFINED_END
   return round14(x, n, largest_lane(amax), out);  // (xsimd 8 has no horizontal max)
 }
 
@@ -279,7 +279,8 @@ void pass(const Tensor& dst, const Dims& d, const PassBuffers& buf, const QueryL
       std::fill(row, row + d.Dk, 0.0f);
       limit[i] = static_cast<float>(j_end);
     }
-    for (int64_t b = 0; b < blocks; ++b) buf.qs[b * kWidth + i] = quantize14(row + b * kBlock, kBlock, rounded + b * kBlock);
+    for (int64_t b = 0; b < blocks; ++b)
+      buf.qs[b * kWidth + i] = quantize14(row + b * kBlock, kBlock, rounded + b * kBlock);
     for (int64_t p = 0; p < d.Dk / 2; ++p) {
       qt16[(p * kWidth + i) * 2] = rounded[2 * p];
       qt16[(p * kWidth + i) * 2 + 1] = rounded[2 * p + 1];
@@ -343,9 +344,9 @@ void pass(const Tensor& dst, const Dims& d, const PassBuffers& buf, const QueryL
     for (int u = 0; u < kVecs; ++u) {
       auto scaled = [&](int64_t j) { return Vec::load_aligned(buf.sc + j * kWidth + u * kLanes) * Vec(kv.vs[j]); };
       Vec top(0.0f);
-GGL_AVX512_UNDEFINED_BEGIN
+      GGL_AVX512_UNDEFINED_BEGIN
       for (int64_t j = 0; j < nk; ++j) top = xsimd::max(top, scaled(j));
-GGL_AVX512_UNDEFINED_END
+      GGL_AVX512_UNDEFINED_END
       step[u] = top / Vec(kLevels);
       const Vec inv = xsimd::select(top > Vec(0.0f), Vec(kLevels) / top, Vec(0.0f));
       auto rounded = [&](int64_t j) { return j < nk ? round_to_int(scaled(j) * inv) : int_zero(); };
@@ -403,9 +404,11 @@ size_t mha_work(const Dims& d, int n_threads) {
 void mha(const Tensor& dst, const Dims& d, const CpuThread& th) {
   const KvInt16 all = KvInt16::at(th.work, d, d.H * d.pairs);  // [H][pairs]
   auto [i0, i1] = split_range(d.H * d.pairs, th.ith, th.nth);
-  for (int64_t item = i0; item < i1; ++item) convert_pair(dst, d, item / d.pairs, item % d.pairs, all.from_pair(d, item));
+  for (int64_t item = i0; item < i1; ++item)
+    convert_pair(dst, d, item / d.pairs, item % d.pairs, all.from_pair(d, item));
   th.barrier();
-  const PassBuffers buf = PassBuffers::at(th.work + KvInt16::bytes(d, d.H * d.pairs) + th.ith * PassBuffers::bytes(d), d);
+  const PassBuffers buf =
+      PassBuffers::at(th.work + KvInt16::bytes(d, d.H * d.pairs) + th.ith * PassBuffers::bytes(d), d);
   const Tensor& q = *dst.src[0];
   // Items dealt round-robin (later token blocks see more keys, so contiguous ranges would not
   // balance) head by head: the team works through one head's K and V at a time, which then stay in
@@ -421,7 +424,8 @@ void mha(const Tensor& dst, const Dims& d, const CpuThread& th) {
     }
     const KvInt16 head = all.from_pair(d, h * d.pairs);
     PassState st;
-    pass(dst, d, buf, lanes, 0, d.N, [&](int64_t jb, int64_t) { return head.from_pair(d, jb / 2); }, st);
+    pass(
+        dst, d, buf, lanes, 0, d.N, [&](int64_t jb, int64_t) { return head.from_pair(d, jb / 2); }, st);
     write_outputs(d, lanes, st, [&](int64_t i) { return dst.f32_row(h, t0 + i); });
   }
 }
@@ -476,7 +480,9 @@ void grouped(const Tensor& dst, const Dims& d, const CpuThread& th) {
     };
     pass(dst, d, buf, it.lanes, j0, j1, kv_at, st);
   };
-  auto out_rows = [&](const Item& it) { return [&](int64_t i) { return dst.f32_row(it.hkv * d.G + it.g0 + i, it.t); }; };
+  auto out_rows = [&](const Item& it) {
+    return [&](int64_t i) { return dst.f32_row(it.hkv * d.G + it.g0 + i, it.t); };
+  };
 
   if (items >= th.nth) {
     auto [i0, i1] = split_range(items, th.ith, th.nth);
@@ -505,8 +511,7 @@ void grouped(const Tensor& dst, const Dims& d, const CpuThread& th) {
     }
     th.barrier();
     auto [g0, g1] = split_range(n, th.ith, th.nth);
-    for (int64_t g = g0; g < g1; ++g)
-      merge_partial_states(partials, stride, th.nth, n, d.Dv, g, out_rows(it)(g));
+    for (int64_t g = g0; g < g1; ++g) merge_partial_states(partials, stride, th.nth, n, d.Dv, g, out_rows(it)(g));
     th.barrier();
   }
 }
@@ -521,7 +526,9 @@ bool mha_int16_takes(int64_t Dk, int64_t Dv) {
          Dv <= kMaxHead;
 }
 
-bool grouped_int16_takes(int64_t Dk, int64_t Dv, int64_t heads) { return mha_int16_takes(Dk, Dv) && grouped_takes(heads); }
+bool grouped_int16_takes(int64_t Dk, int64_t Dv, int64_t heads) {
+  return mha_int16_takes(Dk, Dv) && grouped_takes(heads);
+}
 
 bool attention_int16_applies(const Tensor& dst) {
   const Dims d = dims_of(dst);

@@ -68,7 +68,7 @@ inline void softmax_block(float* sc, int64_t nk, bool masked, Vec* m, Vec* l, Ve
   constexpr int64_t W = NV * kLanes;
   for (int u = 0; u < NV; ++u) {
     Vec mb = m[u];
-GGL_AVX512_UNDEFINED_BEGIN
+    GGL_AVX512_UNDEFINED_BEGIN
     for (int64_t j = 0; j < nk; ++j) mb = xsimd::max(mb, Vec::load_aligned(sc + j * W + u * kLanes));
     const Vec base = masked ? xsimd::select(mb == Vec(-INFINITY), Vec(0.0f), mb) : mb;
     c[u] = xsimd::exp(m[u] - base);  // 0 for the first block
@@ -78,7 +78,7 @@ GGL_AVX512_UNDEFINED_BEGIN
       p.store_aligned(sc + j * W + u * kLanes);
       l[u] += p;
     }
-GGL_AVX512_UNDEFINED_END
+    GGL_AVX512_UNDEFINED_END
     m[u] = mb;
   }
 }

@@ -128,9 +128,9 @@ inline Ints fifth_bits(uint32_t mask, int p) {
 inline Ints nibbles(const uint8_t* qs, int p) {
   const int first = p * kLanes;
   const Ints bytes = widen_u8(qs + first % kHalf);
-GGL_AVX512_UNDEFINED_BEGIN
+  GGL_AVX512_UNDEFINED_BEGIN
   return first < kHalf ? bytes : (bytes >> 4);
-GGL_AVX512_UNDEFINED_END
+  GGL_AVX512_UNDEFINED_END
 }
 
 // ---- Decoders: Decoder<T> decodes chunk k of a row of weight type T into kVecsPerChunk float
@@ -176,9 +176,9 @@ struct Decoder<Type::BF16> {
   static constexpr size_t kChunkBytes = kChunk * sizeof(uint16_t);
   static void chunk(const uint8_t* p, Floats* w) {
     const auto* b = reinterpret_cast<const uint16_t*>(p);
-GGL_AVX512_UNDEFINED_BEGIN
+    GGL_AVX512_UNDEFINED_BEGIN
     for (int v = 0; v < kVecsPerChunk; ++v) w[v] = xsimd::bitwise_cast<Floats>(widen_u16(b + v * kLanes) << 16);
-GGL_AVX512_UNDEFINED_END
+    GGL_AVX512_UNDEFINED_END
   }
   static float element(const uint8_t* row, int64_t i) {
     uint16_t h;
@@ -281,9 +281,9 @@ struct Decoder<Type::IQ4_XS> {
 
 // Q2_K and Q3_K: sub-block s is bits 2 (s % 4) of qs[32 (s / 4) .. + 31].
 inline Ints two_bits(const uint8_t* qs, int sub, int v) {
-GGL_AVX512_UNDEFINED_BEGIN
+  GGL_AVX512_UNDEFINED_BEGIN
   return (widen_u8(qs + 32 * (sub / 4) + v * kLanes) >> (2 * (sub % 4))) & Ints(3);
-GGL_AVX512_UNDEFINED_END
+  GGL_AVX512_UNDEFINED_END
 }
 // The 16-value scale group of vector v of sub-block sub.
 inline int scale_group(int sub, int v) { return 2 * sub + v * kLanes / 16; }
@@ -315,19 +315,19 @@ struct Decoder<Type::Q3_K> {
     for (int v = 0; v < kVecsPerChunk; ++v) {
       const Floats scale(d * static_cast<float>(quant::scale_q3_k(scale_group(sub, v), b.scales)));
       // Bit 2 of the quant is bit `sub` of hmask[element]; without it the level is 4 lower.
-GGL_AVX512_UNDEFINED_BEGIN
+      GGL_AVX512_UNDEFINED_BEGIN
       const Ints high = (widen_u8(b.hmask + v * kLanes) >> sub) & Ints(1);
       w[v] = to_floats((two_bits(b.qs, sub, v) | (high << 2)) - Ints(4)) * scale;
-GGL_AVX512_UNDEFINED_END
+      GGL_AVX512_UNDEFINED_END
     }
   }
 };
 
 // Q4_K and Q5_K: sub-block s is nibble s % 2 of qs[32 (s / 2) .. + 31], with a 6-bit scale and min.
 inline Ints k_nibbles(const uint8_t* qs, int sub, int v) {
-GGL_AVX512_UNDEFINED_BEGIN
+  GGL_AVX512_UNDEFINED_BEGIN
   return (widen_u8(qs + 32 * (sub / 2) + v * kLanes) >> (4 * (sub % 2))) & Ints(15);
-GGL_AVX512_UNDEFINED_END
+  GGL_AVX512_UNDEFINED_END
 }
 struct ScaleMin {
   Floats scale, min;
@@ -359,10 +359,10 @@ struct Decoder<Type::Q5_K> {
     const auto& b = *reinterpret_cast<const BlockQ5_K*>(p);
     const ScaleMin sm = k4_scale_min(b.d, b.dmin, b.scales, sub);
     for (int v = 0; v < kVecsPerChunk; ++v) {
-GGL_AVX512_UNDEFINED_BEGIN
+      GGL_AVX512_UNDEFINED_BEGIN
       const Ints high = (widen_u8(b.qh + v * kLanes) >> sub) & Ints(1);
       w[v] = xsimd::fms(to_floats(k_nibbles(b.qs, sub, v) | (high << 4)), sm.scale, sm.min);
-GGL_AVX512_UNDEFINED_END
+      GGL_AVX512_UNDEFINED_END
     }
   }
 };
@@ -379,12 +379,12 @@ struct Decoder<Type::Q6_K> {
     const uint8_t* qh = b.qh + 32 * half;
     const float d = fp16_to_f32(b.d);
     for (int v = 0; v < kVecsPerChunk; ++v) {
-GGL_AVX512_UNDEFINED_BEGIN
+      GGL_AVX512_UNDEFINED_BEGIN
       const Ints low = (widen_u8(ql + v * kLanes) >> (4 * (quarter / 2))) & Ints(15);
       const Ints high = (widen_u8(qh + v * kLanes) >> (2 * quarter)) & Ints(3);
       const Floats scale(d * static_cast<float>(b.scales[8 * half + scale_group(quarter, v)]));
       w[v] = to_floats((low | (high << 4)) - Ints(32)) * scale;
-GGL_AVX512_UNDEFINED_END
+      GGL_AVX512_UNDEFINED_END
     }
   }
 };
@@ -397,7 +397,8 @@ inline void decode_chunk(const uint8_t* row, int64_t k, Floats* w, size_t prefet
   if constexpr (requires { Decode::kChunksPerBlock; }) {
     const uint8_t* block = row + (k / Decode::kChunksPerBlock) * Decode::kBlockBytes;
     const int sub = static_cast<int>(k % Decode::kChunksPerBlock);
-    if (prefetch_stride) __builtin_prefetch(block + sub * Decode::kBlockBytes / Decode::kChunksPerBlock + prefetch_stride);
+    if (prefetch_stride)
+      __builtin_prefetch(block + sub * Decode::kBlockBytes / Decode::kChunksPerBlock + prefetch_stride);
     Decode::chunk(block, sub, w);
   } else {
     const uint8_t* p = row + k * Decode::kChunkBytes;
@@ -412,7 +413,8 @@ inline void decode_chunk(const uint8_t* row, int64_t k, Floats* w, size_t prefet
 // after chunk in the same order whatever R and C are, so batched and single-column results are
 // bit-identical; the R * C accumulators are the independent chains that keep the FMA units busy.
 template <class Decode, int R, int C>
-void dot_tile(const uint8_t* const* rows, int64_t n, const float* const* xs, float (*out)[C], size_t prefetch_stride = 0) {
+void dot_tile(const uint8_t* const* rows, int64_t n, const float* const* xs, float (*out)[C],
+              size_t prefetch_stride = 0) {
   Floats acc[R][C];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) acc[r][c] = Floats(0.0f);
@@ -470,7 +472,8 @@ constexpr size_t kRowBlockBytes = 128 * 1024;
 template <class Decode>
 void matmul_rows(const uint8_t* w, size_t row_stride, int64_t n, const float* x, int64_t x_stride, int64_t n_cols,
                  float* y, int64_t y_stride, int64_t row_begin, int64_t row_end) {
-  const int64_t block_rows = std::max<int64_t>(8, static_cast<int64_t>(kRowBlockBytes / std::max<size_t>(row_stride, 1)) / 8 * 8);
+  const int64_t block_rows =
+      std::max<int64_t>(8, static_cast<int64_t>(kRowBlockBytes / std::max<size_t>(row_stride, 1)) / 8 * 8);
   const float* xs[kMaxCols];
   float* ys[kMaxCols];
   for (int64_t b0 = row_begin; b0 < row_end; b0 += block_rows) {
@@ -535,8 +538,8 @@ template <class Decode, int C, int S>
 }
 
 template <class Decode, int C>
-[[gnu::flatten]] void add_weighted_rows(const uint8_t* w, size_t row_stride, int64_t K, int64_t n, const float* const* a,
-                                        float* const* y) {
+[[gnu::flatten]] void add_weighted_rows(const uint8_t* w, size_t row_stride, int64_t K, int64_t n,
+                                        const float* const* a, float* const* y) {
   // Chunks per tile: 8 accumulator vectors in all, as many as leave registers for the decoding.
   constexpr int kTile = std::max(1, 8 / (C * kVecsPerChunk));
   const int64_t chunks = n / kChunk;
@@ -564,8 +567,8 @@ void check_shape(const char* what, Type t, int64_t n) {
 
 }  // namespace
 
-void matmul(Type t, const void* w, int64_t rows, int64_t n, const float* x, int64_t x_stride, int64_t n_cols,
-            float* y, int64_t y_stride, int64_t row_begin, int64_t row_end) {
+void matmul(Type t, const void* w, int64_t rows, int64_t n, const float* x, int64_t x_stride, int64_t n_cols, float* y,
+            int64_t y_stride, int64_t row_begin, int64_t row_end) {
   check_shape("matmul", t, n);
   if (row_begin < 0 || row_end > rows || row_begin > row_end)
     fail("matmul: row range [{}, {}) outside the {} rows", row_begin, row_end, rows);

@@ -64,9 +64,12 @@ struct Format {
   static Column view(const void* p, int64_t n) {
     const auto* base = static_cast<const uint8_t*>(p);
     const size_t q = round64(n * sizeof(int16_t)), s = scales_bytes(n);
-    return {reinterpret_cast<const int16_t*>(base),          reinterpret_cast<const float*>(base + q),
-            reinterpret_cast<const float*>(base + q + s),      reinterpret_cast<const float*>(base + q + 2 * s),
-            reinterpret_cast<const float*>(base + q + 3 * s),  reinterpret_cast<const int8_t*>(base + q + 4 * s),
+    return {reinterpret_cast<const int16_t*>(base),
+            reinterpret_cast<const float*>(base + q),
+            reinterpret_cast<const float*>(base + q + s),
+            reinterpret_cast<const float*>(base + q + 2 * s),
+            reinterpret_cast<const float*>(base + q + 3 * s),
+            reinterpret_cast<const int8_t*>(base + q + 4 * s),
             reinterpret_cast<const uint8_t*>(base + q + 4 * s + round64(n)),
             reinterpret_cast<const float*>(base + q + 4 * s + 2 * round64(n)),
             reinterpret_cast<const int32_t*>(base + q + 5 * s + 2 * round64(n))};
@@ -175,9 +178,8 @@ void pack_panel(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64
     return pack_panel(Type::Q6_K, plain.data(), row_stride, rows, n, panel);
   }
 #if GGL_INT16_UNPACK
-  if (unpack16::with_kind(t, [&]<class Kind>() {
-        gemm_panel::pack_unpacked_panel<Format, Kind>(w, row_stride, rows, n, panel);
-      }))
+  if (unpack16::with_kind(
+          t, [&]<class Kind>() { gemm_panel::pack_unpacked_panel<Format, Kind>(w, row_stride, rows, n, panel); }))
     return;
 #endif
   gemm_panel::pack_panel<Format>(t, w, row_stride, rows, n, panel);
@@ -198,7 +200,6 @@ void multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, in
 #endif
   gemm_rows::multiply_rows<RowsFormat>(t, w, row_stride, rows, n, columns, y, n_cols);
 }
-
 
 void quantize_column(const float* x, int64_t n, void* column) {
   auto* base = static_cast<uint8_t*>(column);
@@ -238,8 +239,9 @@ void quantize_column(const float* x, int64_t n, void* column) {
 }  // namespace
 
 #if GGL_INT_GEMM
-const IntGemm kInt16Gemm{"int16",    kLevels,    supports, column_bytes, quantize_column, panel_bytes,
-                         pack_panel, gemm_panel::multiply_panel<Format>, multiply_rows};
+const IntGemm kInt16Gemm{"int16",         kLevels,     supports,   column_bytes,
+                         quantize_column, panel_bytes, pack_panel, gemm_panel::multiply_panel<Format>,
+                         multiply_rows};
 #else  // no integer steps for this set (gemm_steps.h)
 const IntGemm kInt16Gemm = unavailable_int_gemm("int16", 16383);
 #endif

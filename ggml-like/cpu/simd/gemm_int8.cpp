@@ -136,8 +136,14 @@ void multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, in
 }  // namespace
 
 #if GGL_INT_GEMM
-const IntGemm kInt8Gemm{"int8",         127,         supports, column_bytes, quantize_column, panel_bytes,
-                        gemm_panel::pack_panel<Format>, gemm_panel::multiply_panel<Format>,
+const IntGemm kInt8Gemm{"int8",
+                        127,
+                        supports,
+                        column_bytes,
+                        quantize_column,
+                        panel_bytes,
+                        gemm_panel::pack_panel<Format>,
+                        gemm_panel::multiply_panel<Format>,
                         multiply_rows};
 #else  // no integer steps for this set (gemm_steps.h)
 const IntGemm kInt8Gemm = unavailable_int_gemm("int8", 127);

@@ -59,10 +59,11 @@ void multiply_rows_of(const uint8_t* w, size_t row_stride, int64_t rows, int64_t
                       float* const* y, int64_t n_cols, ViewOf view_of) {
   const int64_t blocks = n / Kind::kValues;
   using Column = typename Kind::Column;
-  row_walk::walk<Column>(w, row_stride, rows, columns, y, n_cols, [&](const void* p) { return view_of(p, n); },
-                         [&]<int C>(const uint8_t* row, const Column* cols, float* const* out) {
-                           row_times_columns<Kind, C>(row, blocks, cols, out);
-                         });
+  row_walk::walk<Column>(
+      w, row_stride, rows, columns, y, n_cols, [&](const void* p) { return view_of(p, n); },
+      [&]<int C>(const uint8_t* row, const Column* cols, float* const* out) {
+        row_times_columns<Kind, C>(row, blocks, cols, out);
+      });
 }
 
 // ---- kInt8KGemm: Q8_K activations ----
@@ -70,8 +71,8 @@ void multiply_rows_of(const uint8_t* w, size_t row_stride, int64_t rows, int64_t
 kquant::Q8KColumn q8k_view(const void* p, int64_t) { return static_cast<const BlockQ8_K*>(p); }
 
 bool k_supports(Type t, int64_t n) {
-  const bool typed = t == Type::Q2_K || t == Type::Q3_K || t == Type::Q4_K || t == Type::Q5_K || t == Type::Q6_K ||
-                     t == Type::IQ4_XS;
+  const bool typed =
+      t == Type::Q2_K || t == Type::Q3_K || t == Type::Q4_K || t == Type::Q5_K || t == Type::Q6_K || t == Type::IQ4_XS;
   return int_gemm_enabled() && typed && n > 0 && n % kSuperBlock == 0;
 }
 
@@ -145,8 +146,8 @@ void b32_multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows
 }  // namespace
 
 #if GGL_KQUANT_GEMM
-const IntGemm kInt8KGemm{"int8-k",           127,     k_supports, k_column_bytes, k_quantize_column, nullptr, nullptr,
-                         nullptr, k_multiply_rows};
+const IntGemm kInt8KGemm{"int8-k", 127,     k_supports, k_column_bytes, k_quantize_column,
+                         nullptr,  nullptr, nullptr,    k_multiply_rows};
 const IntGemm kInt8B32Gemm{"int8-b32", 127,     b32_supports, b32_column_bytes, b32_quantize_column,
                            nullptr,    nullptr, nullptr,      b32_multiply_rows};
 #else  // no AVX2

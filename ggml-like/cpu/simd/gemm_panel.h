@@ -62,9 +62,9 @@ inline QuantizedBlock quantize_block(const float* x, float levels) {
   Floats amax(0.0f), sum(0.0f), first(0.0f);
   for (int64_t i = 0; i < kQuantBlock; i += kWidth) {
     const Floats v = Floats::load_unaligned(x + i);
-GGL_AVX512_UNDEFINED_BEGIN
+    GGL_AVX512_UNDEFINED_BEGIN
     amax = xsimd::max(amax, xsimd::abs(v));
-GGL_AVX512_UNDEFINED_END
+    GGL_AVX512_UNDEFINED_END
     sum += v;
     if (i < kQuantBlock / 2) first += v;
   }
@@ -72,10 +72,10 @@ GGL_AVX512_UNDEFINED_END
   amax.store_aligned(lanes);
   const float a = *std::max_element(lanes, lanes + kWidth);
   const Floats k(a > 0.0f ? levels / a : 0.0f);
-GGL_AVX512_UNDEFINED_BEGIN
+  GGL_AVX512_UNDEFINED_BEGIN
   for (int64_t i = 0; i < kQuantBlock; i += kWidth)
     xsimd::nearbyint_as_int(Floats::load_unaligned(x + i) * k).store_aligned(out.q + i);
-GGL_AVX512_UNDEFINED_END
+  GGL_AVX512_UNDEFINED_END
   out.scale = a / levels;
   out.sum = xsimd::hadd(sum);
   out.skew = 2.0f * xsimd::hadd(first) - out.sum;
@@ -123,7 +123,8 @@ struct Tile {
 #pragma GCC unroll 16
       for (int j = 0; j < Format::kSteps; ++j) {
         VecI w[V];
-        for (int v = 0; v < V; ++v) w[v] = VecI::load_aligned(
+        for (int v = 0; v < V; ++v)
+          w[v] = VecI::load_aligned(
               reinterpret_cast<const int32_t*>(group + v * Block::kGroupBytes + j * Block::kVecBytes));
         for (int c = 0; c < C; ++c) {
           const VecI x(Format::word(cols[c], b, j));
@@ -139,9 +140,9 @@ struct Tile {
         for (int v = 0; v < V; ++v) {
           VecI total(Dot::total(isum[v][c]));
           if constexpr (Format::kHasStart) total += start;
-GGL_AVX512_UNDEFINED_BEGIN
+          GGL_AVX512_UNDEFINED_BEGIN
           acc[v][c] = xsimd::fma(xsimd::batch_cast<float>(total), d[v] * s, acc[v][c]);
-GGL_AVX512_UNDEFINED_END
+          GGL_AVX512_UNDEFINED_END
         }
       }
       if constexpr (kHasMin) {
@@ -189,7 +190,8 @@ void multiply_columns(const Tile& tile, int64_t rows, const Column* cols, float*
   [&]<int... C>(std::integer_sequence<int, C...>) {
     const int64_t left = n_cols - c0;
     ((left == C + 1 ? run.template operator()<C + 1>(c0) : void()), ...);
-  }(std::make_integer_sequence<int, kMaxCols - 1>{});
+  }
+  (std::make_integer_sequence<int, kMaxCols - 1>{});
 }
 
 // IntGemm::pack_panel for a Format: per block and lane group, the rows' scales (and Q4_1's mins)

@@ -50,7 +50,7 @@ void row_times_columns(const uint8_t* row, int64_t blocks, size_t block_bytes, c
     for (auto& a : set) a = rzero();
   // Inlined by force: GCC otherwise may leave it a call per block, which measured much slower
   // (docs/cpu-speed.md, "Decode rows").
-  auto block = [&](int64_t b, RowF* into) __attribute__((always_inline)) {
+  auto block = [&](int64_t b, RowF * into) __attribute__((always_inline)) {
     const uint8_t* blk = row + b * block_bytes;
     __builtin_prefetch(blk + row_walk::kPrefetchBytes);
     const RowF d = broadcast_f16(blk);
@@ -133,14 +133,15 @@ void unpacked_row_times_columns(const uint8_t* row, int64_t blocks, const typena
   auto block = [&](int64_t i, int odd) __attribute__((always_inline)) {  // as above
     __builtin_prefetch(reinterpret_cast<const uint8_t*>(w + i) + row_walk::kPrefetchBytes);
     alignas(32) float mins[kSubs];
-    Kind::unpack(w[i], [&](int s, const auto& weights, float d, float m) __attribute__((always_inline)) {
-      const int64_t b = i * kSubs + s;
-      RowF* into = acc[(s + odd) & 1];
-      for (int c = 0; c < C; ++c)
-        into[c] = rfmadd(rset1(d * cols[c].scales.scale[b]), rto_float(Format::unpacked_sums(weights, cols[c], b)),
-                         into[c]);
-      mins[s] = m;
-    });
+    Kind::unpack(
+        w[i], [&](int s, const auto& weights, float d, float m) __attribute__((always_inline)) {
+          const int64_t b = i * kSubs + s;
+          RowF* into = acc[(s + odd) & 1];
+          for (int c = 0; c < C; ++c)
+            into[c] = rfmadd(rset1(d * cols[c].scales.scale[b]), rto_float(Format::unpacked_sums(weights, cols[c], b)),
+                             into[c]);
+          mins[s] = m;
+        });
     if constexpr (Kind::kHasMin) {
       for (int c = 0; c < C; ++c) {
         const float* sums = cols[c].scales.sum + i * kSubs;
@@ -170,10 +171,11 @@ void multiply_unpacked_rows(const uint8_t* w, size_t row_stride, int64_t rows, i
                             float* const* y, int64_t n_cols) {
   const int64_t blocks = n / Kind::kValues;
   using Column = typename Format::Column;
-  row_walk::walk<Column>(w, row_stride, rows, columns, y, n_cols, [n](const void* p) { return Format::view(p, n); },
-                         [&]<int C>(const uint8_t* row, const Column* cols, float* const* out) {
-                           unpacked_row_times_columns<Format, Kind, C>(row, blocks, cols, out);
-                         });
+  row_walk::walk<Column>(
+      w, row_stride, rows, columns, y, n_cols, [n](const void* p) { return Format::view(p, n); },
+      [&]<int C>(const uint8_t* row, const Column* cols, float* const* out) {
+        unpacked_row_times_columns<Format, Kind, C>(row, blocks, cols, out);
+      });
 }
 
 }  // namespace ggl::GGL_ISA::gemm_rows

@@ -112,14 +112,14 @@ void multiply_rows(const uint8_t* w, size_t row_stride, int64_t rows, int64_t n,
                    float* const* y, int64_t n_cols) {
   using Column = typename Format::Column;
   const int64_t blocks = n / kQuantBlock;
-  row_walk::walk<Column, kRows>(w, kRows * row_stride, rows / kRows, columns, y, n_cols,
-                                [n](const void* p) { return Format::view(p, n); },
-                                [&]<int C>(const uint8_t* group, const Column* cols, float* const* out) {
-                                  if constexpr (Format::kSuperBlocks)
-                                    superblocks_times_columns<Format, C>(group, n / kSuperBlock, cols, out);
-                                  else
-                                    group_times_columns<Format, C>(group, blocks, cols, out);
-                                });
+  row_walk::walk<Column, kRows>(
+      w, kRows * row_stride, rows / kRows, columns, y, n_cols, [n](const void* p) { return Format::view(p, n); },
+      [&]<int C>(const uint8_t* group, const Column* cols, float* const* out) {
+        if constexpr (Format::kSuperBlocks)
+          superblocks_times_columns<Format, C>(group, n / kSuperBlock, cols, out);
+        else
+          group_times_columns<Format, C>(group, blocks, cols, out);
+      });
 }
 
 }  // namespace ggl::GGL_ISA::gemm_rows8

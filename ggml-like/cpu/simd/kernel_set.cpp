@@ -7,9 +7,21 @@
 namespace ggl::GGL_ISA {
 
 const CpuKernels kKernels{
-    GGL_STRINGIFY(GGL_ISA), dot_row,           matmul,      decode_row, node_work_bytes, run_node,
-    mha_int16_takes,        attention_int16_applies, kMhaInt16Speedup, grouped_int16_takes, kGroupedInt16Speedup,
-    &kInt16Gemm,            &kInt8Gemm,        &kInt8KGemm, &kInt8B32Gemm,
+    GGL_STRINGIFY(GGL_ISA),
+    dot_row,
+    matmul,
+    decode_row,
+    node_work_bytes,
+    run_node,
+    mha_int16_takes,
+    attention_int16_applies,
+    kMhaInt16Speedup,
+    grouped_int16_takes,
+    kGroupedInt16Speedup,
+    &kInt16Gemm,
+    &kInt8Gemm,
+    &kInt8KGemm,
+    &kInt8B32Gemm,
 };
 
 }  // namespace ggl::GGL_ISA

@@ -56,9 +56,7 @@ constexpr int64_t kKeyBlock = 32;
 // with AVX2's 16 registers, 8 with NEON's 32) and a broadcast they fit the registers.
 constexpr int kAccumulators = 8;
 static_assert(kKeyBlock % kAccumulators == 0, "score groups (accumulators / lane vectors keys) must tile a key block");
-size_t wide_floats(const Dims& d) {
-  return kMaxLanes * (d.Dk + d.Dv + kKeyBlock) + kKeyBlock * (d.Dk + d.Dv) + 64;
-}
+size_t wide_floats(const Dims& d) { return kMaxLanes * (d.Dk + d.Dv + kKeyBlock) + kKeyBlock * (d.Dk + d.Dv) + 64; }
 
 size_t scratch_floats(const Dims& d) { return d.Dk + d.Dv + 3 * d.G + d.G * d.Dv + 64 + wide_floats(d); }
 size_t per_thread_bytes(const Dims& d) { return scratch_size(scratch_floats(d) * sizeof(float)); }
@@ -275,8 +273,7 @@ void attend_wide(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& lan
     for (; i < d.Dv; ++i)
       for (int u = 0; u < NV; ++u) {
         Vec o = Vec::load_aligned(acc + i * W + u * kLanes) * c[u];
-        for (int64_t j = 0; j < nk; ++j)
-          o = xsimd::fma(Vec::load_aligned(sc + j * W + u * kLanes), Vec(vrow[j][i]), o);
+        for (int64_t j = 0; j < nk; ++j) o = xsimd::fma(Vec::load_aligned(sc + j * W + u * kLanes), Vec(vrow[j][i]), o);
         o.store_aligned(acc + i * W + u * kLanes);
       }
   }
@@ -298,8 +295,8 @@ void attend_lanes(const Tensor& dst, const Dims& d, int64_t hkv, const Lanes& la
 
 // Heads [g0, g0 + gn) of KV head hkv at token t, heads on lanes; leaves the same state as
 // attend() for those heads.
-void attend_heads_wide(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int64_t g0, int64_t gn,
-                       int64_t j0, int64_t j1, const Scratch& s) {
+void attend_heads_wide(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int64_t g0, int64_t gn, int64_t j0,
+                       int64_t j1, const Scratch& s) {
   const Tensor& q = *dst.src[0];
   Lanes lanes;
   lanes.n = gn;
@@ -340,8 +337,7 @@ void attend_tokens_wide(const Tensor& dst, const Dims& d, int64_t h, int64_t t0,
 #endif
 
 // Every head of KV head hkv: heads on lanes for groups of several heads, else one head at a time.
-void attend_group(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int64_t j0, int64_t j1,
-                  const Scratch& s) {
+void attend_group(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int64_t j0, int64_t j1, const Scratch& s) {
 #if defined(GGL_ATTN_WIDE)
   if (d.G >= 2) {
     for (int64_t g0 = 0; g0 < d.G; g0 += kHeadLanes)

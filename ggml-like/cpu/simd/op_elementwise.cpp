@@ -82,16 +82,22 @@ void cpu_binary(const Tensor& dst, const CpuThread& th) {
     float* z = dst.f32_row(ix.i1, ix.i2, ix.i3);
     switch (dst.op) {
       case Op::kAdd:
-        if (nb0 == n) for (int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
-        else for (int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i % nb0];
+        if (nb0 == n)
+          for (int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
+        else
+          for (int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i % nb0];
         break;
       case Op::kMul:
-        if (nb0 == n) for (int64_t i = 0; i < n; ++i) z[i] = x[i] * y[i];
-        else for (int64_t i = 0; i < n; ++i) z[i] = x[i] * y[i % nb0];
+        if (nb0 == n)
+          for (int64_t i = 0; i < n; ++i) z[i] = x[i] * y[i];
+        else
+          for (int64_t i = 0; i < n; ++i) z[i] = x[i] * y[i % nb0];
         break;
       default:
-        if (nb0 == n) for (int64_t i = 0; i < n; ++i) z[i] = x[i] / y[i];
-        else for (int64_t i = 0; i < n; ++i) z[i] = x[i] / y[i % nb0];
+        if (nb0 == n)
+          for (int64_t i = 0; i < n; ++i) z[i] = x[i] / y[i];
+        else
+          for (int64_t i = 0; i < n; ++i) z[i] = x[i] / y[i % nb0];
         break;
     }
   }
@@ -107,7 +113,9 @@ void cpu_unary(const Tensor& dst, const CpuThread& th) {
     const float* x = a.f32_row(ix.i1, ix.i2, ix.i3);
     float* y = dst.f32_row(ix.i1, ix.i2, ix.i3);
     switch (dst.op) {
-      case Op::kScale: for (int64_t i = 0; i < n; ++i) y[i] = x[i] * s; break;
+      case Op::kScale:
+        for (int64_t i = 0; i < n; ++i) y[i] = x[i] * s;
+        break;
       case Op::kSigmoid: map_row(x, y, n, [](auto v) { return sigmoid(v); }); break;
       default: map_row(x, y, n, [](auto v) { return silu(v); }); break;
     }
@@ -164,4 +172,3 @@ void cpu_softmax(const Tensor& dst, const CpuThread& th) {
 }
 
 }  // namespace ggl::GGL_ISA
-

@@ -42,8 +42,7 @@ void float_matmul(Type t, const uint8_t* w, int64_t rows, int64_t n, const float
   plain.resize(kInterleavedRows * rb);
   for (int64_t r = row_begin; r < row_end; r += kInterleavedRows) {
     deinterleave_group(t, w + r * rb, plain.data(), n);
-    matmul(plain_type(t), plain.data(), kInterleavedRows, n, x, x_stride, n_cols, y + r, y_stride, 0,
-           kInterleavedRows);
+    matmul(plain_type(t), plain.data(), kInterleavedRows, n, x, x_stride, n_cols, y + r, y_stride, 0, kInterleavedRows);
   }
 }
 
@@ -99,8 +98,7 @@ size_t quantized_columns_bytes(const IntGemm& gemm, int64_t K, int64_t cols) {
 
 // Quantizes columns [0, cols) of x (column c at x_of(c)) into `out`, split across the team.
 template <class ColumnOf>
-void quantize_columns(const IntGemm& gemm, int64_t K, int64_t cols, ColumnOf x_of, uint8_t* out,
-                      const CpuThread& th) {
+void quantize_columns(const IntGemm& gemm, int64_t K, int64_t cols, ColumnOf x_of, uint8_t* out, const CpuThread& th) {
   const size_t cb = gemm.column_bytes(K);
   auto [c0, c1] = split_range(cols, th.ith, th.nth);
   for (int64_t c = c0; c < c1; ++c) gemm.quantize_column(x_of(c), K, out + c * cb);
@@ -177,7 +175,7 @@ void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
   for (int64_t r = r0; r < r1;) {
     const int64_t b = r / N, n0 = r % N, n1 = std::min(N, n0 + (r1 - r));
     float* y = reinterpret_cast<float*>(dst.bytes() + b * dst.nb[2]);  // packed: dims 2, 3 flatten
-    if (gemm) {  // the few columns on the integer rows path
+    if (gemm) {                                                        // the few columns on the integer rows path
       const void* xs[kIntGemmMinCols];
       float* ys[kIntGemmMinCols];
       for (int64_t c = 0; c < M; ++c) {
@@ -187,7 +185,7 @@ void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
       gemm->multiply_rows(w.type, batch_ptr(w, dst, b) + n0 * w.nb[1], w.nb[1], n1 - n0, K, xs, ys, M);
     } else {
       float_matmul(w.type, batch_ptr(w, dst, b), N, K, reinterpret_cast<const float*>(batch_ptr(x, dst, b)), x_stride,
-                  M, y, N, n0, n1);
+                   M, y, N, n0, n1);
     }
     r += n1 - n0;
   }
@@ -290,7 +288,9 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
   const IdLayout l = id_layout(dst);
   if (l.gemm) count_path(path_of(*l.gemm), th);
   uint8_t* columns = th.work;  // column (slot s, token t) at s + S * t
-  if (l.gemm) quantize_columns(*l.gemm, K, S * T, [&](int64_t c) { return x.f32_row(c % S, c / S); }, columns, th);
+  if (l.gemm)
+    quantize_columns(
+        *l.gemm, K, S * T, [&](int64_t c) { return x.f32_row(c % S, c / S); }, columns, th);
   uint8_t* mine = th.work + l.shared + static_cast<size_t>(th.ith) * l.per_thread;
   auto* start = reinterpret_cast<int32_t*>(mine + l.counts);  // start[e] .. start[e+1]: pairs of expert e
   auto* pairs = reinterpret_cast<int32_t*>(mine + l.pairs);   // pair = slot + k_used * token

@@ -25,8 +25,8 @@ namespace ggl::GGL_ISA {
 
 // dot.cpp: the float32 path (dot.h has the meaning of each).
 float dot_row(Type t, const void* w_row, const float* x, int64_t n);
-void matmul(Type t, const void* w, int64_t rows, int64_t n, const float* x, int64_t x_stride, int64_t n_cols,
-            float* y, int64_t y_stride, int64_t row_begin, int64_t row_end);
+void matmul(Type t, const void* w, int64_t rows, int64_t n, const float* x, int64_t x_stride, int64_t n_cols, float* y,
+            int64_t y_stride, int64_t row_begin, int64_t row_end);
 void decode_row(Type t, const void* w_row, float* out, int64_t n);
 // y[c][0, n) += sum over k < K of a[c][k] * (row k of w, rows row_stride bytes apart) for the
 // n_cols columns c: the transposed product (mul_mat_t), with nothing decoded to memory.
@@ -69,7 +69,6 @@ void cpu_copy(const Tensor& dst, const CpuThread& th);
 // op_attention.cpp (MHA prefill and grouped heads may take attention_int16.cpp)
 size_t cpu_flash_attn_work(const Tensor& dst, int n_threads);
 void cpu_flash_attn(const Tensor& dst, const CpuThread& th);
-
 
 // attention_int16.cpp: MHA prefill and grouped-head attention on 16-bit integers (attention_int16.h).
 bool mha_int16_takes(int64_t Dk, int64_t Dv);

@@ -25,7 +25,8 @@ namespace {
 
 namespace steps = transposed_steps;
 constexpr int64_t kGroupRows = 16;  // at most 32 (Prepared's pairs)
-static_assert(kGroupRows <= 2 * static_cast<int64_t>(sizeof(steps::Prepared::pairs) / sizeof(int32_t)) / steps::kColumns);
+static_assert(kGroupRows <=
+              2 * static_cast<int64_t>(sizeof(steps::Prepared::pairs) / sizeof(int32_t)) / steps::kColumns);
 
 template <Type T>
 constexpr size_t kBlockBytes = T == Type::Q4_0 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);

@@ -90,9 +90,8 @@ int cmd_bench(int argc, char** argv) {
     return a.n_depth + a.n_tokens() < b.n_depth + b.n_tokens();
   });
   const int64_t most_tokens = largest->n_depth + largest->n_tokens();
-  const std::string beyond =
-      beyond_training_warning(model.hparams(), fmt::format("the {} test ({} tokens)", largest->name(), most_tokens),
-                              most_tokens);
+  const std::string beyond = beyond_training_warning(
+      model.hparams(), fmt::format("the {} test ({} tokens)", largest->name(), most_tokens), most_tokens);
   if (!beyond.empty()) warning(app.get_name(), beyond);
   const std::string cache_type(ggl::type_name(opts.session.cache_type));
   std::optional<bench::Roofline> roof;
@@ -128,8 +127,9 @@ int cmd_bench(int argc, char** argv) {
           print(table.row(r, roof ? &*roof : nullptr));
           if (r.major_faults > 0) warning(app.get_name(), bench::disk_reads_warning(r));
           if (r.crossing_bytes_per_token > 0)
-            note(app.get_name(), fmt::format("{} on {}: {:.0f} bytes of activations per token cross between the backends",
-                                             r.test.name(), r.backend, r.crossing_bytes_per_token));
+            note(app.get_name(),
+                 fmt::format("{} on {}: {:.0f} bytes of activations per token cross between the backends",
+                             r.test.name(), r.backend, r.crossing_bytes_per_token));
         },
         status);
   } else {

@@ -33,8 +33,9 @@ const ChatTemplate& choose_template(const ggl::Metadata& md, const std::string& 
   const ggl::Value* jinja = md.find("tokenizer.chat_template");
   if (!jinja || !std::holds_alternative<std::string>(jinja->data)) return ChatTemplate::plain();
   if (const ChatTemplate* t = ChatTemplate::detect(std::get<std::string>(jinja->data))) return *t;
-  std::fprintf(stderr, "latte chat: the model's chat template is not one latte knows; using plain "
-                       "(pick one with --chat-template, see --list-templates)\n");
+  std::fprintf(stderr,
+               "latte chat: the model's chat template is not one latte knows; using plain "
+               "(pick one with --chat-template, see --list-templates)\n");
   return ChatTemplate::plain();
 }
 
@@ -78,7 +79,8 @@ int cmd_chat(int argc, char** argv) {
   prompt_flags.check_mode(app, /*is_chat=*/true);
 
   if (list_templates) {
-    for (const ChatTemplate& t : ChatTemplate::all()) std::printf("%-12s %s\n", t.name().data(), t.description().data());
+    for (const ChatTemplate& t : ChatTemplate::all())
+      std::printf("%-12s %s\n", t.name().data(), t.description().data());
     return 0;
   }
 

@@ -26,8 +26,7 @@ void check_not_checkpoint_file(const std::string& output, const std::string& inp
 }  // namespace
 
 int cmd_convert(int argc, char** argv) {
-  CLI::App app{"Convert a Hugging Face model directory (config.json, *.safetensors, tokenizer.json) to GGUF",
-               argv[0]};
+  CLI::App app{"Convert a Hugging Face model directory (config.json, *.safetensors, tokenizer.json) to GGUF", argv[0]};
   std::string input, output, type_name = "f16", name, mla_layout = "k_b", tokenizer_pre;
   bool no_progress = false;
   app.add_option("model_dir", input, "Hugging Face model directory")->required();

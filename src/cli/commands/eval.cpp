@@ -44,7 +44,8 @@ std::vector<int32_t> read_tokens(const std::string& path) {
 void write_logits(const std::string& path, const std::vector<float>& logits) {
   std::unique_ptr<FILE, int (*)(FILE*)> out(std::fopen(path.c_str(), "wb"), std::fclose);
   if (!out) ggl::fail("{}: cannot write the logits ({})", path, std::strerror(errno));
-  if (std::fwrite(logits.data(), sizeof(float), logits.size(), out.get()) != logits.size() || std::fflush(out.get()) != 0)
+  if (std::fwrite(logits.data(), sizeof(float), logits.size(), out.get()) != logits.size() ||
+      std::fflush(out.get()) != 0)
     ggl::fail("{}: writing the logits failed ({})", path, std::strerror(errno));
 }
 

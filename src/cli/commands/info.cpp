@@ -23,7 +23,6 @@
 namespace latte::cli {
 namespace {
 
-
 std::string human_count(double n) {
   if (n >= 1e9) return fmt::format("{:.2f}B", n / 1e9);
   if (n >= 1e6) return fmt::format("{:.2f}M", n / 1e6);
@@ -166,8 +165,8 @@ struct PlanFlags {
 
   void print(const CLI::App& app, const ggl::GgufFile& file) const {
     const auto type = ggl::type_from_name(cache_type);
-    if (!type || (*type != ggl::Type::F32 && *type != ggl::Type::F16 && *type != ggl::Type::BF16 &&
-                  *type != ggl::Type::Q8_0))
+    if (!type ||
+        (*type != ggl::Type::F32 && *type != ggl::Type::F16 && *type != ggl::Type::BF16 && *type != ggl::Type::Q8_0))
       ggl::fail("--cache-type '{}' is not one of f32, f16, bf16, q8_0", cache_type);
     std::optional<size_t> free, total;
     std::string device;
@@ -189,8 +188,7 @@ struct PlanFlags {
     const latte::PlacementRequest request = placement.request(gpu_layers, n_layer, free, total);
     const std::vector<latte::PlanTensor> tensors =
         latte::classify_tensors(file.tensors(), hp.n_layer, f.bytes_per_token_and_layer() * static_cast<size_t>(ctx));
-    const latte::Placement p =
-        latte::plan_placement(tensors, n_layer, request, latte::gpu_work_bytes(hp, batch, ctx));
+    const latte::Placement p = latte::plan_placement(tensors, n_layer, request, latte::gpu_work_bytes(hp, batch, ctx));
     fmt::print("placement:     -c {} ({} cache), batch {}, {}\n", ctx, ggl::type_name(*type), batch, device);
     fmt::print("{}", latte::plan_table(p, hp.is_mla()));
   }
@@ -206,8 +204,7 @@ int cmd_info(int argc, char** argv) {
   auto* model = app.add_option("-m,--model", model_path, "the GGUF file, as the other commands take it");
   positional->excludes(model);
   app.add_flag("--tensors", list_tensors, "list every tensor with type and shape");
-  app.add_flag("--system", system,
-               "describe this machine: the CPU, which kernel set runs, the GPUs (no file needed)");
+  app.add_flag("--system", system, "describe this machine: the CPU, which kernel set runs, the GPUs (no file needed)");
   PlanFlags plan;
   plan.add_to(app);
   if (auto done = parse_flags(app, argc, argv)) return *done;
@@ -234,7 +231,8 @@ int cmd_info(int argc, char** argv) {
   if (!file.tensors().empty() && (arch == "deepseek2" || arch == "llama")) print_cache_footprint(file);
 
   if (plan.plan) {
-    if (arch != "deepseek2" && arch != "llama") ggl::fail("{}: --plan needs a model latte runs (deepseek2, llama)", path);
+    if (arch != "deepseek2" && arch != "llama")
+      ggl::fail("{}: --plan needs a model latte runs (deepseek2, llama)", path);
     plan.print(app, file);
   }
 

@@ -60,7 +60,8 @@ int cmd_run(int argc, char** argv) {
   SamplingParams sampling;
   app.add_option("-m,--model", model_path, "GGUF model (default: the shipped tiny MLA story model)");
   auto* p = app.add_option("-p,--prompt", prompt, "prompt text (escapes such as \\n are processed; see --no-escape)");
-  auto* f = app.add_option("-f,--file", prompt_file, "read the prompt from a file (its last newline dropped, as llama.cpp does)");
+  auto* f = app.add_option("-f,--file", prompt_file,
+                           "read the prompt from a file (its last newline dropped, as llama.cpp does)");
   p->excludes(f);
   app.add_option("-n,--n-predict", n_predict, "tokens to generate (default -1: until end of text or a full context)")
       ->check(integer(-1));

@@ -22,13 +22,20 @@ std::string printable_piece(std::string_view piece) {
   while (!piece.empty()) {
     int n = utf8::valid_char_length(piece);
     unsigned char c = static_cast<unsigned char>(piece[0]);
-    if (n == 1 && c >= 0x20 && c != 0x7F && c != '\'' && c != '\\') out += piece[0];
-    else if (n == 1 && c == '\n') out += "\\n";
-    else if (n == 1 && c == '\t') out += "\\t";
-    else if (n == 1 && c == '\r') out += "\\r";
-    else if (n == 1 && (c == '\'' || c == '\\')) out += fmt::format("\\{}", piece[0]);
-    else if (n > 1) out.append(piece.substr(0, n));
-    else out += fmt::format("\\x{:02X}", c);
+    if (n == 1 && c >= 0x20 && c != 0x7F && c != '\'' && c != '\\')
+      out += piece[0];
+    else if (n == 1 && c == '\n')
+      out += "\\n";
+    else if (n == 1 && c == '\t')
+      out += "\\t";
+    else if (n == 1 && c == '\r')
+      out += "\\r";
+    else if (n == 1 && (c == '\'' || c == '\\'))
+      out += fmt::format("\\{}", piece[0]);
+    else if (n > 1)
+      out.append(piece.substr(0, n));
+    else
+      out += fmt::format("\\x{:02X}", c);
     piece.remove_prefix(n > 0 ? n : 1);
   }
   return out + "'";

@@ -34,9 +34,7 @@ std::optional<Device> device_named(std::string name) {
 
 }  // namespace
 
-std::string cpu_only_reason() {
-  return fmt::format("{}, running on the CPU", ggl::gpu_devices().why_none);
-}
+std::string cpu_only_reason() { return fmt::format("{}, running on the CPU", ggl::gpu_devices().why_none); }
 
 size_t auto_budget(size_t free_bytes, size_t total_bytes) {
   const size_t margin = std::max<size_t>(size_t{512} << 20, total_bytes / 20);
@@ -115,7 +113,8 @@ PlacementRequest PlacementFlags::request(const std::string& gpu_layers, int n_la
       try {
         r.overrides.push_back({pattern, std::regex(pattern), *device});
       } catch (const std::regex_error& e) {
-        ggl::fail("{} '{}': '{}' is not a regular expression ({})", typed("--override-tensor"), item, pattern, e.what());
+        ggl::fail("{} '{}': '{}' is not a regular expression ({})", typed("--override-tensor"), item, pattern,
+                  e.what());
       }
     }
   return r;

@@ -6,7 +6,10 @@ namespace latte {
 
 void add_sampling_flags(CLI::App& app, SamplingParams& params) {
   const char* group = "Sampling";
-  app.add_option("--temp", params.temp, "temperature; 0 = greedy")->capture_default_str()->check(cli::real())->group(group);
+  app.add_option("--temp", params.temp, "temperature; 0 = greedy")
+      ->capture_default_str()
+      ->check(cli::real())
+      ->group(group);
   app.add_option("--top-k", params.top_k, "keep only the k most likely tokens; 0 = off")
       ->capture_default_str()
       ->check(cli::integer())
@@ -30,7 +33,8 @@ void add_sampling_flags(CLI::App& app, SamplingParams& params) {
       ->group(group);
   app.add_option("-s,--seed", params.seed, "random seed; -1 = a random one (the summary shows the one used)")
       ->capture_default_str()
-      ->check(cli::integer())->group(group);
+      ->check(cli::integer())
+      ->group(group);
 }
 
 }  // namespace latte

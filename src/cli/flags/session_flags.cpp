@@ -32,7 +32,8 @@ void SessionFlags::add_to(CLI::App& app) {
   app_ = &app;
   app.add_option("-c,--ctx-size", n_ctx, "context size in tokens (default: min(4096, the model's training context))")
       ->check(integer(1));
-  app.add_option("-t,--threads", threads, "threads (default: number of physical cores)")->check(integer(0, std::numeric_limits<int>::max()));
+  app.add_option("-t,--threads", threads, "threads (default: number of physical cores)")
+      ->check(integer(0, std::numeric_limits<int>::max()));
   app.add_option("-b,--batch,--batch-size", batch, "most prompt tokens evaluated in one step (default 512)")
       ->check(integer(1));
   app.add_option("--cache-type", cache_type,
@@ -66,9 +67,10 @@ void SessionFlags::add_to(CLI::App& app) {
                  "-ub N: llama.cpp's physical batch, which is what latte's -b is: the step is min(-b, -ub)")
       ->check(integer(1))
       ->group(group);
-  app.add_flag("--no-repack", no_repack,
-               "-nr: keep every weight as the file has it (by default Q4_0 and Q8_0 matrices and a Q6_K output head are "
-               "rewritten at load into 8 interleaved rows, which the AVX2 and AVX-512 decode kernels read fastest)")
+  app.add_flag(
+         "--no-repack", no_repack,
+         "-nr: keep every weight as the file has it (by default Q4_0 and Q8_0 matrices and a Q6_K output head are "
+         "rewritten at load into 8 interleaved rows, which the AVX2 and AVX-512 decode kernels read fastest)")
       ->group(group);
   app.add_flag("--no-mmap", no_mmap, "accepted; latte always maps the model file read-only")->group(group);
   app.add_flag("--mlock", mlock, "accepted; the mapped weights are not locked in memory in this build")->group(group);
@@ -93,13 +95,13 @@ ggl::Type SessionFlags::resolve_cache_type() const {
     name = k ? cache_type_k : cache_type_v;
     flag = k ? "--cache-type-k" : "--cache-type-v";
     if (k && v && cache_type_k != cache_type_v)
-      note(app_->get_name(), fmt::format("{} {} differs from {} {}: latte keeps the cache in one type; using {}",
-                                         typed("--cache-type-v"), cache_type_v, typed("--cache-type-k"), cache_type_k,
-                                         cache_type_k));
+      note(app_->get_name(),
+           fmt::format("{} {} differs from {} {}: latte keeps the cache in one type; using {}", typed("--cache-type-v"),
+                       cache_type_v, typed("--cache-type-k"), cache_type_k, cache_type_k));
   }
   const auto type = ggl::type_from_name(name);
-  if (!type || (*type != ggl::Type::F32 && *type != ggl::Type::F16 && *type != ggl::Type::BF16 &&
-                *type != ggl::Type::Q8_0))
+  if (!type ||
+      (*type != ggl::Type::F32 && *type != ggl::Type::F16 && *type != ggl::Type::BF16 && *type != ggl::Type::Q8_0))
     ggl::fail("{} '{}' is not one of f32, f16, bf16, q8_0", typed(flag), name);
   return *type;
 }
@@ -131,7 +133,8 @@ void SessionFlags::note_unsupported() const {
                              typed("--flash-attn"), flash_attn));
   }
   if (no_mmap) note(prog, "--no-mmap: latte always maps the model file read-only; loading it as usual");
-  if (mlock) note(prog, "--mlock: not supported in this build; the mapped weights may be paged out under memory pressure");
+  if (mlock)
+    note(prog, "--mlock: not supported in this build; the mapped weights may be paged out under memory pressure");
 }
 
 SessionOptions SessionFlags::options() const {

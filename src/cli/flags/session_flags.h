@@ -24,9 +24,9 @@ struct SessionFlags {
   std::string cache_type = "f16";
   std::string mla_mode = "auto";
   // llama.cpp's flags.
-  std::string gpu_layers;  // -ngl N|auto|all
+  std::string gpu_layers;    // -ngl N|auto|all
   PlacementFlags placement;  // --cpu-moe, --n-cpu-moe, --gpu-budget, -ot
-  std::string flash_attn;  // -fa on|off|auto
+  std::string flash_attn;    // -fa on|off|auto
   std::string cache_type_k, cache_type_v;
   int64_t ubatch = 0;  // 0: not given
   bool no_mmap = false, mlock = false, log_disable = false;

@@ -26,11 +26,11 @@
 namespace test_backend_split {
 
 using ggl::Backend;
-using latte::testing::random_floats;
 using ggl::Graph;
 using ggl::Op;
 using ggl::Tensor;
 using ggl::Type;
+using latte::testing::random_floats;
 
 using FakeDevice = latte::testing::SimulatedDevice;
 using latte::testing::CheckedCpu;

@@ -28,8 +28,8 @@ bool is_nan16(uint16_t h, int mant_bits) {
 double decode_by_definition(uint16_t h, int mant_bits, int bias) {
   const int exp = (h & 0x7fff) >> mant_bits;
   const int mant = h & ((1 << mant_bits) - 1);
-  const double magnitude = exp == 0 ? std::ldexp(mant, 1 - bias - mant_bits)
-                                    : std::ldexp((1 << mant_bits) + mant, exp - bias - mant_bits);
+  const double magnitude =
+      exp == 0 ? std::ldexp(mant, 1 - bias - mant_bits) : std::ldexp((1 << mant_bits) + mant, exp - bias - mant_bits);
   return (h & 0x8000) ? -magnitude : magnitude;
 }
 
@@ -58,17 +58,29 @@ std::vector<float> tricky_floats(float (*decode)(uint16_t), uint16_t largest_fin
   for (uint32_t h = 0; h <= largest_finite; ++h) {
     const float lo = decode(static_cast<uint16_t>(h));
     // Past the largest finite value, the spacing continues as below it (the rounding boundary to inf).
-    const float step = h < largest_finite ? decode(static_cast<uint16_t>(h + 1)) - lo
-                                          : lo - decode(static_cast<uint16_t>(h - 1));
+    const float step =
+        h < largest_finite ? decode(static_cast<uint16_t>(h + 1)) - lo : lo - decode(static_cast<uint16_t>(h - 1));
     const float mid = lo + step / 2;  // exact: a 16-bit format's midpoints need one more bit than it has
     for (float f : {lo, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY), std::nextafter(lo, INFINITY)}) {
       v.push_back(f);
       v.push_back(-f);
     }
   }
-  const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, std::numeric_limits<float>::max(),
-                            std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(),
-                            0x1p-25f, 0x1p-26f, 0x1.8p-25f, 0x1p-24f, 65504.0f, 65519.99f, 65520.0f, 1e30f};
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            INFINITY,
+                            -INFINITY,
+                            std::numeric_limits<float>::max(),
+                            std::numeric_limits<float>::denorm_min(),
+                            std::numeric_limits<float>::min(),
+                            0x1p-25f,
+                            0x1p-26f,
+                            0x1.8p-25f,
+                            0x1p-24f,
+                            65504.0f,
+                            65519.99f,
+                            65520.0f,
+                            1e30f};
   for (float f : specials) {
     v.push_back(f);
     v.push_back(-f);
@@ -121,10 +133,10 @@ TEST(Fp16, KnownValues) {
   EXPECT_EQ(ggl::f32_to_fp16(1.0f), 0x3c00);
   EXPECT_EQ(ggl::f32_to_fp16(-2.0f), 0xc000);
   EXPECT_EQ(ggl::f32_to_fp16(65504.0f), 0x7bff);
-  EXPECT_EQ(ggl::f32_to_fp16(65520.0f), 0x7c00);  // halfway to 65536: ties to the even inf
-  EXPECT_EQ(ggl::f32_to_fp16(0x1p-24f), 0x0001);  // smallest subnormal
-  EXPECT_EQ(ggl::f32_to_fp16(0x1p-25f), 0x0000);  // halfway to it: ties to even zero
-  EXPECT_EQ(ggl::f32_to_fp16(0x1.8p-24f), 0x0002);  // 1.5 subnormal steps: ties to even 2
+  EXPECT_EQ(ggl::f32_to_fp16(65520.0f), 0x7c00);         // halfway to 65536: ties to the even inf
+  EXPECT_EQ(ggl::f32_to_fp16(0x1p-24f), 0x0001);         // smallest subnormal
+  EXPECT_EQ(ggl::f32_to_fp16(0x1p-25f), 0x0000);         // halfway to it: ties to even zero
+  EXPECT_EQ(ggl::f32_to_fp16(0x1.8p-24f), 0x0002);       // 1.5 subnormal steps: ties to even 2
   EXPECT_EQ(ggl::f32_to_fp16(1.0f + 0x1p-11f), 0x3c00);  // tie, even mantissa stays
   EXPECT_EQ(ggl::f32_to_fp16(1.0f + 0x3p-11f), 0x3c02);  // tie, odd mantissa rounds up
   EXPECT_EQ(ggl::fp16_to_f32(0x0001), 0x1p-24f);

@@ -62,7 +62,8 @@ TEST(CpuDispatch, LatteCpuPicksARunnableSetAndRefusesOthers) {
 }
 
 TEST(CpuDispatch, AvxTwoMachineUnderQemuTakesTheAvx2SetAndNoAvx512) {
-  if (run_command("command -v qemu-x86_64").exit_code != 0) GTEST_SKIP() << "qemu-x86_64 is not installed (Debian qemu-user)";
+  if (run_command("command -v qemu-x86_64").exit_code != 0)
+    GTEST_SKIP() << "qemu-x86_64 is not installed (Debian qemu-user)";
   if (!has_set("avx2")) GTEST_SKIP() << "this build has no avx2 kernel set (LATTE_NATIVE, or not x86-64)";
   const std::string latte = latte::testing::latte_binary().string();
   const auto info = run_command("env -u LATTE_CPU qemu-x86_64 -cpu max " + latte + " info --system");
@@ -84,7 +85,8 @@ TEST(CpuDispatch, AvxTwoMachineUnderQemuTakesTheAvx2SetAndNoAvx512) {
 TEST(CpuDispatch, ArmCoresUnderQemuTakeTheSetTheyRun) {
   if (!has_set("neon")) GTEST_SKIP() << "this build has no neon kernel set (LATTE_NATIVE, or not aarch64)";
   const std::string emulator = std::string_view(LATTE_EMULATOR).empty() ? "qemu-aarch64" : LATTE_EMULATOR;
-  if (run_command("command -v qemu-aarch64").exit_code != 0) GTEST_SKIP() << "qemu-aarch64 is not installed (Debian qemu-user)";
+  if (run_command("command -v qemu-aarch64").exit_code != 0)
+    GTEST_SKIP() << "qemu-aarch64 is not installed (Debian qemu-user)";
   const std::string latte = latte::testing::latte_target_binary().string();
   // The choice from the emulated CPU alone (or the set `forced` names), whatever LATTE_CPU the
   // suite runs under.
@@ -92,15 +94,19 @@ TEST(CpuDispatch, ArmCoresUnderQemuTakeTheSetTheyRun) {
     return "env -u LATTE_CPU " + (forced.empty() ? "" : "LATTE_CPU=" + forced + " ") + emulator + " -cpu " + cpu + " " +
            latte;
   };
-  for (const auto& [cpu, isa] : {std::pair{"cortex-a53", "neon"}, {"cortex-a76", "neon_dotprod"}, {"max", "neon_dotprod"}}) {
+  for (const auto& [cpu, isa] :
+       {std::pair{"cortex-a53", "neon"}, {"cortex-a76", "neon_dotprod"}, {"max", "neon_dotprod"}}) {
     const auto info = run_command(on(cpu) + " info --system");
     ASSERT_EQ(info.exit_code, 0) << cpu << ": " << info.out;
-    EXPECT_NE(info.out.find(std::string("kernels:       ") + isa + " kernels"), std::string::npos) << cpu << ": " << info.out;
+    EXPECT_NE(info.out.find(std::string("kernels:       ") + isa + " kernels"), std::string::npos)
+        << cpu << ": " << info.out;
   }
   const auto refused = run_command(on("cortex-a53", "neon_dotprod") + " info --system");
   EXPECT_EQ(refused.exit_code, 1) << refused.out;
-  EXPECT_NE(refused.out.find("LATTE_CPU=neon_dotprod: not a kernel set this build has and this CPU runs (it runs: neon)"),
-            std::string::npos) << refused.out;
+  EXPECT_NE(
+      refused.out.find("LATTE_CPU=neon_dotprod: not a kernel set this build has and this CPU runs (it runs: neon)"),
+      std::string::npos)
+      << refused.out;
 
   const std::string run = " run -n 24 --temp 0 -t 2 -p 'Once upon a time'";
   const auto without_dotprod = run_command(on("cortex-a53") + run, false);

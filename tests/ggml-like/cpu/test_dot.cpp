@@ -15,9 +15,9 @@ namespace test_dot {
 
 using ggl::Type;
 
-const Type kWeightTypes[] = {Type::F32,  Type::F16,  Type::BF16, Type::Q8_0, Type::Q4_0,   Type::Q4_1,  Type::Q5_0,
-                             Type::Q5_1, Type::Q2_K, Type::Q3_K, Type::Q4_K, Type::Q5_K, Type::Q6_K, Type::IQ4_NL,
-                             Type::IQ4_XS};
+const Type kWeightTypes[] = {Type::F32,  Type::F16,  Type::BF16, Type::Q8_0,   Type::Q4_0,
+                             Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q2_K,   Type::Q3_K,
+                             Type::Q4_K, Type::Q5_K, Type::Q6_K, Type::IQ4_NL, Type::IQ4_XS};
 
 // Row lengths that fill whole blocks of t (the super-block types skip 32, 64, 96, ...).
 bool fits(Type t, int64_t n) { return n % ggl::traits(t).block_size == 0; }
@@ -91,8 +91,7 @@ TEST_P(DotTest, MatvecMatchesDequantizedProduct) {
   const std::vector<float> x = random_floats(static_cast<size_t>(n), 4, 3.0f);
   std::vector<float> y(rows, NAN);
   ggl::matvec(t, m.data.data(), rows, n, x.data(), y.data());
-  for (int64_t r = 0; r < rows; ++r)
-    expect_close(y[r], reference_dot(m.dequant.data() + r * n, x.data(), n), "matvec");
+  for (int64_t r = 0; r < rows; ++r) expect_close(y[r], reference_dot(m.dequant.data() + r * n, x.data(), n), "matvec");
 }
 
 // Strided columns, every column count up to past two tiles, and a partial row range: rows outside

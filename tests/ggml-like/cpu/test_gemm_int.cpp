@@ -105,7 +105,8 @@ void check(const Api& ig, Path path, const Case& k, uint32_t seed) {
       xs[c] = columns.get() + c * cb;
       ys[c] = y.data() + c * k.rows + r0;
     }
-    if (path == Path::kRows) return ig.multiply_rows(k.type, w.data() + r0 * stride, stride, rows, k.n, xs.data(), ys.data(), k.cols);
+    if (path == Path::kRows)
+      return ig.multiply_rows(k.type, w.data() + r0 * stride, stride, rows, k.n, xs.data(), ys.data(), k.cols);
     ig.pack_panel(k.type, w.data() + r0 * stride, stride, rows, k.n, panel.get());
     ig.multiply_panel(k.type, panel.get(), rows, k.n, xs.data(), ys.data(), k.cols);
   };
@@ -132,8 +133,8 @@ void check(const Api& ig, Path path, const Case& k, uint32_t seed) {
       }
       const double bound = 1.001 * rounding + 2e-6 * magnitude + 1e-30;
       ASSERT_NEAR(y[c * k.rows + r], exact, bound)
-          << ig.name << " " << ggl::type_name(k.type) << " rows " << k.rows << " n " << k.n << " cols " << k.cols << " at row " << r
-          << " col " << c;
+          << ig.name << " " << ggl::type_name(k.type) << " rows " << k.rows << " n " << k.n << " cols " << k.cols
+          << " at row " << r << " col " << c;
     }
   }
 }
@@ -141,8 +142,8 @@ void check(const Api& ig, Path path, const Case& k, uint32_t seed) {
 void check_shapes(const Api& api, std::initializer_list<Type> types) {
   uint32_t seed = 1;
   for (Type t : types)
-    for (const Case& k : {Case{t, 32, 32, 1}, Case{t, 64, 128, 6}, Case{t, 40, 256, 13}, Case{t, 7, 96, 5},
-                          Case{t, 96, 1408, 8}})
+    for (const Case& k :
+         {Case{t, 32, 32, 1}, Case{t, 64, 128, 6}, Case{t, 40, 256, 13}, Case{t, 7, 96, 5}, Case{t, 96, 1408, 8}})
       check(api, Path::kPanels, k, seed++);
   check(api, Path::kPanels, Case{Type::Q4_0, 33, 64, 150}, 99);  // crosses the kernels' column batches
 }
@@ -385,7 +386,8 @@ TEST_P(PerKernelSet, TakesEveryTypeOfThePathsItIsMeantToHave) {
     EXPECT_EQ(int16().supports(t, 64), should(IntPath::kInt16Gemm)) << "16-bit " << ggl::type_name(t);
   for (Type t : {Type::Q4_0, Type::Q4_1})
     EXPECT_EQ(int8().supports(t, 64), should(IntPath::kInt8Gemm)) << "8-bit " << ggl::type_name(t);
-  for (Type t : kUnpackedTypes) EXPECT_EQ(int16().supports(t, 2048), should(IntPath::kInt16Unpacked)) << ggl::type_name(t);
+  for (Type t : kUnpackedTypes)
+    EXPECT_EQ(int16().supports(t, 2048), should(IntPath::kInt16Unpacked)) << ggl::type_name(t);
   for (Type t : {ggl::kQ4_0_R8, ggl::kQ8_0_R8})
     EXPECT_EQ(int16().supports(t, 64), should(IntPath::kInterleavedRows)) << "16-bit " << ggl::type_name(t);
   EXPECT_EQ(int16().supports(ggl::kQ6_K_R8, 256), should(IntPath::kInterleavedRows)) << "16-bit Q6_K_R8";

@@ -99,7 +99,8 @@ TEST(Interleave, Q6_KLayoutAndBack) {
       }
     }
   const size_t group = 8 * ggl::row_bytes(Type::Q6_K, n);
-  for (int64_t g = 0; g < rows / 8; ++g) ggl::deinterleave_group(ggl::kQ6_K_R8, mixed.data() + g * group, back.data() + g * group, n);
+  for (int64_t g = 0; g < rows / 8; ++g)
+    ggl::deinterleave_group(ggl::kQ6_K_R8, mixed.data() + g * group, back.data() + g * group, n);
   EXPECT_EQ(back, plain);
 }
 
@@ -143,8 +144,7 @@ TEST(Interleave, CpuBackendReadsItsCopiesInPlaceOfOfferedLeaves) {
     ggl::quantize_row(Type::Q4_0, values.data() + r * K, w.data() + r * ggl::row_bytes(Type::Q4_0, K), K);
 
   ggl::CpuBackend cpu(1);
-  const ggl::OfferedWeight offered[] = {
-      {"w", Type::Q4_0, {K, N, 1, 1}, w.data(), w.size(), ggl::WeightUse::kProducts}};
+  const ggl::OfferedWeight offered[] = {{"w", Type::Q4_0, {K, N, 1, 1}, w.data(), w.size(), ggl::WeightUse::kProducts}};
   std::vector<size_t> copied;
   const auto prepared = cpu.prepare_weights(offered, [&](size_t i) { copied.push_back(i); });
   ASSERT_NE(prepared, nullptr);
@@ -192,9 +192,9 @@ const char* const kDenseModel = "fixtures/llama-gqa-tiny-f32.gguf";
 std::string quantized_dense_model(const std::string& quantize_args, const std::string& type_name) {
   const std::string path = ::testing::TempDir() + "latte-interleave-" +
                            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".gguf";
-  const auto q = latte::testing::run_latte("quantize " + quantize_args + " --no-progress " +
-                                           (latte::testing::shared_dir() / kDenseModel).string() + " " + path + " " +
-                                           type_name);
+  const auto q =
+      latte::testing::run_latte("quantize " + quantize_args + " --no-progress " +
+                                (latte::testing::shared_dir() / kDenseModel).string() + " " + path + " " + type_name);
   EXPECT_EQ(q.exit_code, 0) << q.out;
   return q.exit_code == 0 ? path : "";
 }
@@ -281,7 +281,8 @@ void check_repacked_model(const std::string& quantize_args, const std::string& t
     const Run want = run(plain, tokens, decode), got = run(repacked, tokens, decode);
     EXPECT_EQ(want.repacked_leaves, 0);
     EXPECT_EQ(got.repacked_leaves, static_cast<int64_t>(rewrites.size())) << "the decode step read the file's layout";
-    const latte::testing::LogitMetrics m = latte::testing::compare_logits(want.logits, got.logits, plain.hparams().n_vocab);
+    const latte::testing::LogitMetrics m =
+        latte::testing::compare_logits(want.logits, got.logits, plain.hparams().n_vocab);
     std::printf("[%s %s repacked vs file layout] nrmse %.3g\n", type_name.c_str(), k.isa, m.nrmse);
     // The two orders of float sums differ by ~1e-6 of a product (the 16-bit activations' own
     // rounding moves it ~1e-3); over the decode steps the logits measured ~5e-5 apart.
@@ -358,7 +359,8 @@ TEST(Interleave, OffloadingSessionGivesTheDeviceTheFileAndTheCpuItsCopies) {
   const int64_t read = repacked_leaves_read(offloading);
   const std::vector<float> step = offloading.eval(all.last(1));
   got.insert(got.end(), step.begin(), step.end());
-  EXPECT_EQ(repacked_leaves_read(offloading) - read, cpu_copies) << "the CPU parts of the decode step read the file's layout";
+  EXPECT_EQ(repacked_leaves_read(offloading) - read, cpu_copies)
+      << "the CPU parts of the decode step read the file's layout";
 
   latte::Session cpu_only(model, {.n_ctx = 128, .n_threads = 2});
   std::vector<float> want = cpu_only.eval(all.first(tokens.size() - 1));

@@ -139,7 +139,8 @@ struct Experts {
     w = weights(t, n, rows * experts, 3);
     x = latte::testing::random_floats(n * tokens, 4);
     ids.clear();
-    for (int64_t i = 0; i < tokens; ++i) ids.insert(ids.end(), {static_cast<int32_t>(i % 4), static_cast<int32_t>((i + 1) % 4)});
+    for (int64_t i = 0; i < tokens; ++i)
+      ids.insert(ids.end(), {static_cast<int32_t>(i % 4), static_cast<int32_t>((i + 1) % 4)});
     return g.mul_mat_id(g.external(t, std::vector<int64_t>{n, rows, experts}, w.data(), "w"),
                         g.external(Type::F32, std::vector<int64_t>{n, 1, tokens}, x.data(), "x"),
                         g.external(Type::I32, std::vector<int64_t>{2, tokens}, ids.data(), "ids"));
@@ -201,7 +202,8 @@ TEST(KernelCoverage, ForEachKernelSetRunsEverySetOnItsIntegerPaths) {
       std::vector<float> q = latte::testing::random_floats(Dk * heads * tokens, 7);
       const std::vector<float> k = latte::testing::random_floats(Dk * kv_heads * keys, 8);
       const std::vector<float> v = latte::testing::random_floats(Dv * kv_heads * keys, 9);
-      std::vector<uint8_t> kb(ggl::row_bytes(kv_type, Dk) * kv_heads * keys), vb(ggl::row_bytes(kv_type, Dv) * kv_heads * keys);
+      std::vector<uint8_t> kb(ggl::row_bytes(kv_type, Dk) * kv_heads * keys),
+          vb(ggl::row_bytes(kv_type, Dv) * kv_heads * keys);
       for (int64_t r = 0; r < kv_heads * keys; ++r) {
         ggl::quantize_row(kv_type, k.data() + r * Dk, kb.data() + r * ggl::row_bytes(kv_type, Dk), Dk);
         ggl::quantize_row(kv_type, v.data() + r * Dv, vb.data() + r * ggl::row_bytes(kv_type, Dv), Dv);

@@ -29,7 +29,9 @@ using ggl::Type;
 constexpr Type kSuperBlockTypes[] = {Type::Q4_K, Type::Q6_K, Type::Q5_K, Type::Q3_K, Type::Q2_K, Type::IQ4_XS};
 constexpr Type kBlock32Types[] = {Type::Q5_0, Type::Q5_1, Type::IQ4_NL};
 
-bool is_super_block(Type t) { return std::find(std::begin(kSuperBlockTypes), std::end(kSuperBlockTypes), t) != std::end(kSuperBlockTypes); }
+bool is_super_block(Type t) {
+  return std::find(std::begin(kSuperBlockTypes), std::end(kSuperBlockTypes), t) != std::end(kSuperBlockTypes);
+}
 
 // The GEMM of a kernel set for type t.
 const ggl::IntGemm& gemm_for(const ggl::CpuKernels& k, Type t) { return is_super_block(t) ? *k.int8_k : *k.int8_b32; }
@@ -138,7 +140,8 @@ INSTANTIATE_TEST_SUITE_P(Blocks32, KQuantGemm, ::testing::ValuesIn(kBlock32Types
 // A set has the path for all of these types or for none, and only for rows its blocks divide.
 TEST(KQuantGemmSupport, WholeFamiliesAndWholeBlocks) {
   latte::testing::for_each_kernel_set([](const ggl::CpuKernels& k) {
-    for (std::span<const Type> family : {std::span<const Type>(kSuperBlockTypes), std::span<const Type>(kBlock32Types)}) {
+    for (std::span<const Type> family :
+         {std::span<const Type>(kSuperBlockTypes), std::span<const Type>(kBlock32Types)}) {
       const Type first = family[0];
       const ggl::IntGemm& gemm = gemm_for(k, first);
       const int64_t unit = is_super_block(first) ? ggl::kSuperBlock : ggl::kQuantBlock;

@@ -22,11 +22,11 @@
 namespace test_backend_ops {
 
 using ggl::Backend;
-using latte::testing::random_floats;
-using latte::testing::weight_types;
 using ggl::Graph;
 using ggl::Tensor;
 using ggl::Type;
+using latte::testing::random_floats;
+using latte::testing::weight_types;
 
 // Makes leaves in the memory of the backend the graph will run on: l(g, ne, seed) an f32 one with
 // values drawn from seed, l(g, type, ne, seed) weights of any type (rows of random values quantized
@@ -78,21 +78,59 @@ Tensor* mla_decode(Graph& g, const Leaf& l, Type t, int64_t n, const std::vector
 // the kernels' rows per block). m <= 8 takes the mat-vec kernels, more the dequantize + cuBLAS path.
 OpCase mul_mat_case(const char* name, int64_t m) {
   return {name, nullptr, 5e-3f,
-          [m](Graph& g, const Leaf& l, Type t) { return g.mul_mat(l(g, t, {512, 37}, 30), l(g, {512, m}, 31)); },
+          [m](Graph& g, const Leaf& l, Type t) {
+            return g.mul_mat(l(g, t, {512, 37}, 30), l(g, {512, m}, 31));
+          },
           weight_types()};
 }
 
 const std::vector<OpCase>& cases() {
   static const std::vector<OpCase> all = {
-      {"rms_norm", [](Graph& g, const Leaf& l) { return g.rms_norm(l(g, {64, 7}, 1), 1e-6f); }, 1e-5f},
-      {"add_broadcast", [](Graph& g, const Leaf& l) { return g.add(l(g, {64, 6, 2}, 2), l(g, {64, 1, 2}, 3)); }, 1e-6f},
-      {"mul_row", [](Graph& g, const Leaf& l) { return g.mul(l(g, {33, 5}, 4), l(g, {33}, 5)); }, 1e-6f},
-      {"div", [](Graph& g, const Leaf& l) { return g.div(l(g, {16, 4}, 6), g.scale(l(g, {16, 4}, 7), 3.0f)); }, 1e-5f},
-      {"silu", [](Graph& g, const Leaf& l) { return g.silu(l(g, {257, 3}, 8)); }, 1e-5f},
-      {"sigmoid", [](Graph& g, const Leaf& l) { return g.sigmoid(l(g, {257, 3}, 9)); }, 1e-5f},
-      {"swiglu", [](Graph& g, const Leaf& l) { return g.swiglu(l(g, {128, 5}, 10), l(g, {128, 5}, 11)); }, 1e-5f},
-      {"softmax", [](Graph& g, const Leaf& l) { return g.softmax(g.scale(l(g, {1000, 4}, 12), 4.0f)); }, 1e-5f},
-      {"mul_mat", [](Graph& g, const Leaf& l) { return g.mul_mat(l(g, {96, 40}, 13), l(g, {96, 9}, 14)); }, 1e-5f},
+      {"rms_norm",
+       [](Graph& g, const Leaf& l) {
+         return g.rms_norm(l(g, {64, 7}, 1), 1e-6f);
+       },
+       1e-5f},
+      {"add_broadcast",
+       [](Graph& g, const Leaf& l) {
+         return g.add(l(g, {64, 6, 2}, 2), l(g, {64, 1, 2}, 3));
+       },
+       1e-6f},
+      {"mul_row",
+       [](Graph& g, const Leaf& l) {
+         return g.mul(l(g, {33, 5}, 4), l(g, {33}, 5));
+       },
+       1e-6f},
+      {"div",
+       [](Graph& g, const Leaf& l) {
+         return g.div(l(g, {16, 4}, 6), g.scale(l(g, {16, 4}, 7), 3.0f));
+       },
+       1e-5f},
+      {"silu",
+       [](Graph& g, const Leaf& l) {
+         return g.silu(l(g, {257, 3}, 8));
+       },
+       1e-5f},
+      {"sigmoid",
+       [](Graph& g, const Leaf& l) {
+         return g.sigmoid(l(g, {257, 3}, 9));
+       },
+       1e-5f},
+      {"swiglu",
+       [](Graph& g, const Leaf& l) {
+         return g.swiglu(l(g, {128, 5}, 10), l(g, {128, 5}, 11));
+       },
+       1e-5f},
+      {"softmax",
+       [](Graph& g, const Leaf& l) {
+         return g.softmax(g.scale(l(g, {1000, 4}, 12), 4.0f));
+       },
+       1e-5f},
+      {"mul_mat",
+       [](Graph& g, const Leaf& l) {
+         return g.mul_mat(l(g, {96, 40}, 13), l(g, {96, 9}, 14));
+       },
+       1e-5f},
       {"mul_mat_strided_x",
        [](Graph& g, const Leaf& l) {
          Tensor* wide = l(g, {128, 9}, 15);
@@ -107,15 +145,20 @@ const std::vector<OpCase>& cases() {
       mul_mat_case("mul_mat_w_8cols", 8),
       mul_mat_case("mul_mat_w_40cols", 40),
       // Weights broadcast over batches of strided activations, on both paths.
-      {"mul_mat_w_broadcast_5cols", nullptr, 5e-3f,
+      {"mul_mat_w_broadcast_5cols",
+       nullptr,
+       5e-3f,
        [](Graph& g, const Leaf& l, Type t) {
          Tensor* x = g.view(l(g, {300, 5, 4, 2}, 33), {256, 5, 4, 2}, {4, 300 * 4, 300 * 4 * 5, 300 * 4 * 5 * 4}, 0);
          return g.mul_mat(l(g, t, {256, 19, 2, 1}, 32), x);
        },
        {Type::F32, Type::F16, Type::Q4_0, Type::Q4_K}},
-      {"mul_mat_w_broadcast_12cols", nullptr, 5e-3f,
+      {"mul_mat_w_broadcast_12cols",
+       nullptr,
+       5e-3f,
        [](Graph& g, const Leaf& l, Type t) {
-         Tensor* x = g.view(l(g, {300, 12, 4, 2}, 35), {256, 12, 4, 2}, {4, 300 * 4, 300 * 4 * 12, 300 * 4 * 12 * 4}, 0);
+         Tensor* x =
+             g.view(l(g, {300, 12, 4, 2}, 35), {256, 12, 4, 2}, {4, 300 * 4, 300 * 4 * 12, 300 * 4 * 12 * 4}, 0);
          return g.mul_mat(l(g, t, {256, 19, 1, 2}, 34), x);
        },
        {Type::F32, Type::F16, Type::Q4_0, Type::Q4_K}},
@@ -126,7 +169,9 @@ const std::vector<OpCase>& cases() {
        },
        weight_types()},
       {"mul_mat_t_w_40cols", nullptr, 1e-4f,
-       [](Graph& g, const Leaf& l, Type t) { return g.mul_mat_t(l(g, t, {512, 24}, 39), l(g, {24, 40}, 40)); },
+       [](Graph& g, const Leaf& l, Type t) {
+         return g.mul_mat_t(l(g, t, {512, 24}, 39), l(g, {24, 40}, 40));
+       },
        weight_types()},
       {"mul_mat_id_w", nullptr, 2e-2f,
        [](Graph& g, const Leaf& l, Type t) {
@@ -139,7 +184,8 @@ const std::vector<OpCase>& cases() {
       {"get_rows_w", nullptr, 1e-6f,
        [](Graph& g, const Leaf& l, Type t) {
          Tensor* flat = g.get_rows(l(g, t, {256, 10}, 44), l.ids(g, {6}, {9, 0, 4, 4, 7, 1}));
-         Tensor* batched = g.get_rows(l(g, t, {256, 10, 2}, 45), l.ids(g, {6, 2}, {9, 0, 4, 4, 7, 1, 2, 3, 8, 5, 6, 0}));
+         Tensor* batched =
+             g.get_rows(l(g, t, {256, 10, 2}, 45), l.ids(g, {6, 2}, {9, 0, 4, 4, 7, 1, 2, 3, 8, 5, 6, 0}));
          return g.add(batched, flat);
        },
        weight_types()},
@@ -154,8 +200,8 @@ const std::vector<OpCase>& cases() {
        [](Graph& g, const Leaf& l) {
          Tensor* q = l(g, {96, 4, 3}, 40);
          Tensor* pe = g.view(q, {64, 4, 3, 1}, {q->nb[0], q->nb[1], q->nb[2], q->nb[3]}, 32 * sizeof(float));
-         const ggl::RopeParams p{.n_rot = 64, .freq_scale = 1.0f / 40.0f, .ext_factor = 1.0f, .attn_factor = 1.3689f,
-                                 .n_ctx_orig = 4096};
+         const ggl::RopeParams p{
+             .n_rot = 64, .freq_scale = 1.0f / 40.0f, .ext_factor = 1.0f, .attn_factor = 1.3689f, .n_ctx_orig = 4096};
          return g.rope(pe, l.ids(g, {3}, {0, 5, 4000}), p);
        },
        1e-5f},
@@ -165,44 +211,74 @@ const std::vector<OpCase>& cases() {
          return g.rope(l(g, {64, 2, 4}, 42), l.ids(g, {4}, {0, 1, 2, 3}), {.n_rot = 32, .neox = true}, factors);
        },
        1e-5f},
-      {"top_k", [](Graph& g, const Leaf& l) { return g.top_k(l(g, {64, 5}, 43), {.k = 6}); }, 1e-6f},
-      {"top_k_groups",
-       [](Graph& g, const Leaf& l) { return g.top_k(l(g, {160, 3}, 44), {.k = 6, .n_groups = 8, .n_groups_used = 3}); },
+      {"top_k",
+       [](Graph& g, const Leaf& l) {
+         return g.top_k(l(g, {64, 5}, 43), {.k = 6});
+       },
        1e-6f},
-      {"sum_rows", [](Graph& g, const Leaf& l) { return g.sum_rows(l(g, {100, 7}, 45)); }, 1e-6f},
+      {"top_k_groups",
+       [](Graph& g, const Leaf& l) {
+         return g.top_k(l(g, {160, 3}, 44), {.k = 6, .n_groups = 8, .n_groups_used = 3});
+       },
+       1e-6f},
+      {"sum_rows",
+       [](Graph& g, const Leaf& l) {
+         return g.sum_rows(l(g, {100, 7}, 45));
+       },
+       1e-6f},
       {"concat_rows_of_permuted",  // MLA's absorbed query: [512, T, H] permuted, then the rope part
        [](Graph& g, const Leaf& l) {
          return g.concat(g.permute(l(g, {512, 2, 16}, 46), 0, 2, 1, 3), l(g, {64, 16, 2}, 47), 0);
        },
        1e-6f},
-      {"concat_dim1_broadcast", [](Graph& g, const Leaf& l) { return g.concat(l(g, {8, 3, 2}, 48), l(g, {8, 2, 1}, 49), 1); },
+      {"concat_dim1_broadcast",
+       [](Graph& g, const Leaf& l) {
+         return g.concat(l(g, {8, 3, 2}, 48), l(g, {8, 2, 1}, 49), 1);
+       },
        1e-6f},
-      {"cont_permuted", [](Graph& g, const Leaf& l) { return g.cont(g.permute(l(g, {32, 5, 3}, 50), 0, 2, 1, 3)); }, 1e-6f},
+      {"cont_permuted",
+       [](Graph& g, const Leaf& l) {
+         return g.cont(g.permute(l(g, {32, 5, 3}, 50), 0, 2, 1, 3));
+       },
+       1e-6f},
       {"cont_cache_rope_part_q8_0",  // the naive MLA form's k_pe: the last 64 values of each cache row
        [](Graph& g, const Leaf& l) {
          Tensor* c = l(g, Type::Q8_0, {576, 20}, 51);
-         return g.cont(g.view(c, {64, 1, 20, 1}, {c->nb[0], c->nb[1], c->nb[1], c->nb[1] * 20}, ggl::row_bytes(Type::Q8_0, 512)));
+         return g.cont(
+             g.view(c, {64, 1, 20, 1}, {c->nb[0], c->nb[1], c->nb[1], c->nb[1] * 20}, ggl::row_bytes(Type::Q8_0, 512)));
        },
        1e-6f},
-      {"cont_cache_f16", [](Graph& g, const Leaf& l) { return g.cont(l(g, Type::F16, {576, 9}, 52)); }, 1e-6f},
-      {"cont_cache_bf16", [](Graph& g, const Leaf& l) { return g.cont(l(g, Type::BF16, {128, 9}, 53)); }, 1e-6f},
+      {"cont_cache_f16",
+       [](Graph& g, const Leaf& l) {
+         return g.cont(l(g, Type::F16, {576, 9}, 52));
+       },
+       1e-6f},
+      {"cont_cache_bf16",
+       [](Graph& g, const Leaf& l) {
+         return g.cont(l(g, Type::BF16, {128, 9}, 53));
+       },
+       1e-6f},
       // Writes 3 latents into rows 2..4 of a cache, then reads the whole cache back as f32.
       {"copy_into_cache_f16", [](Graph& g, const Leaf& l) { return copy_into_cache(g, l, Type::F16); }, 1e-6f},
       {"copy_into_cache_bf16", [](Graph& g, const Leaf& l) { return copy_into_cache(g, l, Type::BF16); }, 1e-6f},
       {"copy_into_cache_q8_0", [](Graph& g, const Leaf& l) { return copy_into_cache(g, l, Type::Q8_0); }, 1e-6f},
       {"copy_into_cache_f32", [](Graph& g, const Leaf& l) { return copy_into_cache(g, l, Type::F32); }, 1e-6f},
       // DeepSeek's absorbed MLA decode: 16 heads on one latent cache of 576-value rows, V its first 512.
-      {"flash_attn_mla_decode_f16",
-       [](Graph& g, const Leaf& l) { return mla_decode(g, l, Type::F16, 300, {299}); }, 1e-4f},
+      {"flash_attn_mla_decode_f16", [](Graph& g, const Leaf& l) { return mla_decode(g, l, Type::F16, 300, {299}); },
+       1e-4f},
       {"flash_attn_mla_decode_q8_0_two_tokens",
-       [](Graph& g, const Leaf& l) { return mla_decode(g, l, Type::Q8_0, 160, {150, 151}); }, 1e-4f},
+       [](Graph& g, const Leaf& l) {
+         return mla_decode(g, l, Type::Q8_0, 160, {150, 151});
+       },
+       1e-4f},
       {"flash_attn_mla_decode_bf16_long",
        [](Graph& g, const Leaf& l) { return mla_decode(g, l, Type::BF16, 3000, {2999}); }, 1e-4f},
       {"flash_attn_prefill_gqa_f16",  // 4 heads on 2 KV heads, 7 tokens after 5 cached, Dv not a multiple of 32
        [](Graph& g, const Leaf& l) {
          Tensor* K = l(g, Type::F16, {64, 2, 12}, 54);
          Tensor* V = l(g, Type::F16, {48, 2, 12}, 55);
-         return g.flash_attn(g.scale(l(g, {64, 4, 7}, 56), 20.0f), K, V, l.ids(g, {7}, {5, 6, 7, 8, 9, 10, 11}), 0.125f);
+         return g.flash_attn(g.scale(l(g, {64, 4, 7}, 56), 20.0f), K, V, l.ids(g, {7}, {5, 6, 7, 8, 9, 10, 11}),
+                             0.125f);
        },
        1e-4f},
       {"flash_attn_prefill_mha_f32",  // MLA's naive form: per-head K and V in f32 (the CPU may take 16-bit integers)
@@ -238,7 +314,8 @@ std::vector<float> run_case(const OpCase& c, Type t, Backend& backend) {
     } else {
       std::mt19937 rng(seed);
       std::normal_distribution<float> normal(0.0f, 1.0f);
-      host.push_back(latte::testing::quantized_rows(type, static_cast<int64_t>(count(ne)) / ne[0], ne[0], rng, normal).bytes);
+      host.push_back(
+          latte::testing::quantized_rows(type, static_cast<int64_t>(count(ne)) / ne[0], ne[0], rng, normal).bytes);
     }
     return place(g, type, ne);
   };
@@ -272,7 +349,8 @@ TEST(BackendOps, EveryOpAgainstTheCpu) {
   for (auto& backend : backends)
     for (const OpCase& c : cases())
       for (Type t : c.typed ? c.types : std::vector<Type>{Type::F32}) {
-        const std::string what = std::string(backend->name()) + " " + c.name + (c.typed ? " " + std::string(ggl::type_name(t)) : "");
+        const std::string what =
+            std::string(backend->name()) + " " + c.name + (c.typed ? " " + std::string(ggl::type_name(t)) : "");
         const std::vector<float> want = run_case(c, t, cpu);
         const std::vector<float> got = run_case(c, t, *backend);
         ASSERT_EQ(got.size(), want.size()) << what;

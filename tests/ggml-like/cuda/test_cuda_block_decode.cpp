@@ -27,7 +27,8 @@ std::vector<float> decode_row(Type t, const uint8_t* row, int64_t n) {
   std::vector<float> out(n);
   const bool known = blocks::with_decoder(t, [&](auto d) {
     using D = decltype(d);
-    for (int64_t gi = 0; gi < n / blocks::kGroup; ++gi) blocks::decode_group<D>(row, gi, out.data() + gi * blocks::kGroup);
+    for (int64_t gi = 0; gi < n / blocks::kGroup; ++gi)
+      blocks::decode_group<D>(row, gi, out.data() + gi * blocks::kGroup);
   });
   EXPECT_TRUE(known) << ggl::type_name(t);
   return out;
@@ -83,7 +84,8 @@ TEST(CudaBlockDecode, RowsMatchTheReferenceDequantizer) {
       for (int64_t i = 0; i < kN; ++i) {
         const float want = rows.values[r * kN + i];
         // Equal up to a contracted multiply-add (the device compiler may fuse d * q - m).
-        ASSERT_NEAR(got[i], want, 1e-6f * std::fabs(want) + 1e-9f) << ggl::type_name(t) << " row " << r << " value " << i;
+        ASSERT_NEAR(got[i], want, 1e-6f * std::fabs(want) + 1e-9f)
+            << ggl::type_name(t) << " row " << r << " value " << i;
       }
     }
   }
@@ -106,7 +108,8 @@ TEST(CudaBlockDecode, WarpSharesOfTheDotProductSumToTheRowsDot) {
         float acc[32][kCols] = {};
         blocks::with_decoder(t, [&](auto d) {
           for (int lane = 0; lane < 32; ++lane)
-            blocks::row_dot_lane<decltype(d), kCols>(rows.bytes.data() + r * rows.stride, kN, xs, m, lane, 32, acc[lane]);
+            blocks::row_dot_lane<decltype(d), kCols>(rows.bytes.data() + r * rows.stride, kN, xs, m, lane, 32,
+                                                     acc[lane]);
         });
         for (int c = 0; c < kCols; ++c) {
           double got = 0, want = 0, magnitude = 0;

@@ -77,8 +77,8 @@ TEST(CudaHostMath, Q8_0BlocksMatchTheQuantizer) {
   constexpr int64_t n = 8 * cm::kQ8Block;
   std::vector<float> x = random_floats(n, 7, 3.0f);
   std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero block
-  x[70] = 1e6f;                                      // a block with an outlier
-  x[100] = -0.5f * 127.0f;                           // values on quant ties
+  x[70] = 1e6f;                                     // a block with an outlier
+  x[100] = -0.5f * 127.0f;                          // values on quant ties
   std::vector<uint8_t> want(ggl::row_bytes(Type::Q8_0, n));
   ggl::quantize_row(Type::Q8_0, x.data(), want.data(), n);
   // The copy kernel's block: the largest magnitude (a warp max), the scale, then each quant.
@@ -91,7 +91,8 @@ TEST(CudaHostMath, Q8_0BlocksMatchTheQuantizer) {
     const uint16_t h = ggl::float_to_half(scale);
     block[0] = static_cast<uint8_t>(h & 0xff);
     block[1] = static_cast<uint8_t>(h >> 8);
-    for (int j = 0; j < cm::kQ8Block; ++j) block[2 + j] = static_cast<uint8_t>(cm::q8_0_quant(x[b * cm::kQ8Block + j], scale));
+    for (int j = 0; j < cm::kQ8Block; ++j)
+      block[2 + j] = static_cast<uint8_t>(cm::q8_0_quant(x[b * cm::kQ8Block + j], scale));
   }
   EXPECT_EQ(got, want);
 }
@@ -129,13 +130,21 @@ void check_rope(const ggl::RopeParams& p, bool with_factors) {
       }
     }
   }
-  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5f * std::max(1.0f, std::fabs(want[i]))) << i;
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-5f * std::max(1.0f, std::fabs(want[i]))) << i;
 }
 
 TEST(CudaHostMath, RopeMatchesTheCpuOp) {
   // DeepSeek-V2's YaRN (scaling 40 from 4096, mscale folded into attn_factor), on normal pairs.
-  check_rope({.n_rot = 64, .neox = false, .freq_base = 10000.0f, .freq_scale = 1.0f / 40.0f, .ext_factor = 1.0f,
-              .attn_factor = 1.3689f, .beta_fast = 32.0f, .beta_slow = 1.0f, .n_ctx_orig = 4096},
+  check_rope({.n_rot = 64,
+              .neox = false,
+              .freq_base = 10000.0f,
+              .freq_scale = 1.0f / 40.0f,
+              .ext_factor = 1.0f,
+              .attn_factor = 1.3689f,
+              .beta_fast = 32.0f,
+              .beta_slow = 1.0f,
+              .n_ctx_orig = 4096},
              false);
   // Llama's neox pairs with per-pair frequency factors, part of the row rotated.
   check_rope({.n_rot = 64, .neox = true, .freq_base = 500000.0f}, true);
@@ -159,7 +168,8 @@ std::vector<int32_t> warp_top_k(const float* v, int64_t n, const ggl::TopKParams
       int32_t ni[kLanes];
       for (int lane = 0; lane < kLanes; ++lane) {
         const int other = lane ^ o;
-        const bool take = bi[other] >= 0 && (bi[lane] < 0 || ggl::topk_before(bv[other], bi[other], bv[lane], bi[lane]));
+        const bool take =
+            bi[other] >= 0 && (bi[lane] < 0 || ggl::topk_before(bv[other], bi[other], bv[lane], bi[lane]));
         nv[lane] = take ? bv[other] : bv[lane];
         ni[lane] = take ? bi[other] : bi[lane];
       }
@@ -234,8 +244,17 @@ std::vector<float> mla_decode_blocks(const Cache& c, const std::vector<float>& q
                                      const std::vector<int32_t>& positions, float scale, int splits) {
   namespace mla = cm::mla;
   const int64_t Dk = c.width, T = static_cast<int64_t>(positions.size());
-  const mla::Problem p{c.bytes.data(), static_cast<int64_t>(c.row), elem(c.type), Dk, Dv, H, c.rows,
-                       reinterpret_cast<const uint8_t*>(q.data()), Dk * 4, H * Dk * 4, scale};
+  const mla::Problem p{c.bytes.data(),
+                       static_cast<int64_t>(c.row),
+                       elem(c.type),
+                       Dk,
+                       Dv,
+                       H,
+                       c.rows,
+                       reinterpret_cast<const uint8_t*>(q.data()),
+                       Dk * 4,
+                       H * Dk * 4,
+                       scale};
   const int64_t per_split = cm::split_keys(c.rows, splits, mla::kTile);
   std::vector<float> work(mla::work_floats(H, T, Dv, splits), NAN);
   for (int split = 0; split < splits; ++split)
@@ -254,14 +273,16 @@ std::vector<float> mla_decode_blocks(const Cache& c, const std::vector<float>& q
           for (int tid = 0; tid < mla::kHeads; ++tid) mla::update_softmax(p, tid, n, regs[tid], shared.data());
           for (int tid = 0; tid < mla::kThreads; ++tid) mla::accumulate(p, tid, n, regs[tid], shared.data());
         }
-        for (int tid = 0; tid < mla::kThreads; ++tid) mla::write_part(p, t, h0, split, splits, tid, regs[tid], work.data());
+        for (int tid = 0; tid < mla::kThreads; ++tid)
+          mla::write_part(p, t, h0, split, splits, tid, regs[tid], work.data());
       }
   std::vector<float> out(Dv * H * T);
   for (int64_t t = 0; t < T; ++t)
     for (int64_t h = 0; h < H; ++h) {
       const float m = mla::merged_max(work.data(), p, splits, t, h);
       std::vector<float> weight(splits);
-      for (int s = 0; s < splits; ++s) weight[s] = cm::merge_weight(mla::part_state(work.data(), p, splits, t, h, s), m);
+      for (int s = 0; s < splits; ++s)
+        weight[s] = cm::merge_weight(mla::part_state(work.data(), p, splits, t, h, s), m);
       const float inverse = mla::merged_inverse(work.data(), p, splits, t, h, weight.data());
       for (int64_t e = 0; e < Dv; ++e)
         out[(t * H + h) * Dv + e] = mla::merged_value(work.data(), p, splits, t, h, weight.data(), inverse, e);
@@ -280,8 +301,9 @@ TEST(CudaHostMath, MlaDecodeBlocksMatchTheCpuAttention) {
     std::vector<int32_t> positions;
     int splits;  // 64 splits of 16 keys: chunks past the visible keys are empty
   };
-  for (const Case& c : {Case{Type::F16, 16, {299}, 5}, Case{Type::F16, 16, {150}, 64}, Case{Type::Q8_0, 20, {299, 3}, 7},
-                        Case{Type::BF16, 16, {200, 201}, 1}, Case{Type::F32, 20, {0}, 3}}) {
+  for (const Case& c :
+       {Case{Type::F16, 16, {299}, 5}, Case{Type::F16, 16, {150}, 64}, Case{Type::Q8_0, 20, {299, 3}, 7},
+        Case{Type::BF16, 16, {200, 201}, 1}, Case{Type::F32, 20, {0}, 3}}) {
     const Cache cache(c.type, Dk, N, 21);
     const int64_t T = static_cast<int64_t>(c.positions.size());
     std::vector<float> q = random_floats(Dk * c.H * T, 22, 0.3f);
@@ -293,7 +315,8 @@ TEST(CudaHostMath, MlaDecodeBlocksMatchTheCpuAttention) {
     const std::vector<float> want = run_cpu(g, g.flash_attn(qt, K, V, g.input_i32(c.positions, "pos"), scale));
     const std::vector<float> got = mla_decode_blocks(cache, q, c.H, Dv, c.positions, scale, c.splits);
     for (size_t i = 0; i < want.size(); ++i)
-      ASSERT_NEAR(got[i], want[i], 2e-5f) << ggl::type_name(c.type) << " H " << c.H << " splits " << c.splits << " at " << i;
+      ASSERT_NEAR(got[i], want[i], 2e-5f)
+          << ggl::type_name(c.type) << " H " << c.H << " splits " << c.splits << " at " << i;
   }
 }
 
@@ -321,10 +344,12 @@ TEST(CudaHostMath, KeyByKeyWalkMatchesTheCpuAttention) {
         std::vector<float> acc(Dv, 0.0f);
         for (int64_t j = 0; j < cm::visible_keys(positions[t_], N); ++j) {
           float p = 0.0f;
-          for (int64_t i = 0; i < Dk; ++i) p += q[(t_ * H + h) * Dk + i] * cm::load_element(elem(t), kc.at(j) + hkv * khead, i);
+          for (int64_t i = 0; i < Dk; ++i)
+            p += q[(t_ * H + h) * Dk + i] * cm::load_element(elem(t), kc.at(j) + hkv * khead, i);
           p *= scale;
           const float keep = cm::softmax_tile(s, &p, 1);
-          for (int64_t e = 0; e < Dv; ++e) acc[e] = acc[e] * keep + p * cm::load_element(elem(t), vc.at(j) + hkv * vhead, e);
+          for (int64_t e = 0; e < Dv; ++e)
+            acc[e] = acc[e] * keep + p * cm::load_element(elem(t), vc.at(j) + hkv * vhead, e);
         }
         for (int64_t e = 0; e < Dv; ++e)
           ASSERT_NEAR(acc[e] * cm::softmax_inverse(s.l), want[(t_ * H + h) * Dv + e], 2e-5f)

@@ -100,9 +100,10 @@ TEST(CudaGraphOpsSupports, MlaGraphShapesOfEveryCacheType) {
   Tensor* pos = leaf(g, Type::I32, {2});
   Tensor* q3 = leaf(g, Type::F32, {192, 16, 2});
   Tensor* pe = g.view(q3, {64, 16, 2, 1}, {q3->nb[0], q3->nb[1], q3->nb[2], q3->nb[3]}, 128 * sizeof(float));
-  EXPECT_TRUE(ggl::cuda::supports(*g.rope(pe, pos, {.n_rot = 64, .freq_scale = 0.025f, .ext_factor = 1.0f, .n_ctx_orig = 4096})));
-  EXPECT_TRUE(ggl::cuda::supports(*g.rope(leaf(g, Type::F32, {128, 8, 2}), pos, {.n_rot = 128, .neox = true},
-                               leaf(g, Type::F32, {64}))));
+  EXPECT_TRUE(ggl::cuda::supports(
+      *g.rope(pe, pos, {.n_rot = 64, .freq_scale = 0.025f, .ext_factor = 1.0f, .n_ctx_orig = 4096})));
+  EXPECT_TRUE(ggl::cuda::supports(
+      *g.rope(leaf(g, Type::F32, {128, 8, 2}), pos, {.n_rot = 128, .neox = true}, leaf(g, Type::F32, {64}))));
   EXPECT_TRUE(ggl::cuda::supports(*g.top_k(leaf(g, Type::F32, {160, 2}), {.k = 6, .n_groups = 8, .n_groups_used = 3})));
   EXPECT_TRUE(ggl::cuda::supports(*g.sum_rows(leaf(g, Type::F32, {6, 2}))));
   Tensor* q = g.concat(g.permute(leaf(g, Type::F32, {512, 2, 16}), 0, 2, 1, 3), leaf(g, Type::F32, {64, 16, 2}), 0);
@@ -114,15 +115,15 @@ TEST(CudaGraphOpsSupports, MlaGraphShapesOfEveryCacheType) {
     Tensor* K = g.view(cache, {576, 1, n, 1}, {cache->nb[0], row, row, row * n}, 0);
     Tensor* V = g.view(cache, {512, 1, n, 1}, {cache->nb[0], row, row, row * n}, 0);
     EXPECT_TRUE(ggl::cuda::supports(*g.flash_attn(q, K, V, pos, 0.135f))) << ggl::type_name(t);
-    EXPECT_TRUE(ggl::cuda::supports(*g.cont(g.view(cache, {64, 1, n, 1}, {cache->nb[0], row, row, row * n},
-                                        ggl::row_bytes(t, 512)))))
+    EXPECT_TRUE(ggl::cuda::supports(
+        *g.cont(g.view(cache, {64, 1, n, 1}, {cache->nb[0], row, row, row * n}, ggl::row_bytes(t, 512)))))
         << ggl::type_name(t);
-    EXPECT_TRUE(ggl::cuda::supports(*g.copy(leaf(g, Type::F32, {512, 2}),
-                                 g.view(cache, {512, 2, 1, 1}, {cache->nb[0], row, row * 2, row * 2}, 7 * row))))
+    EXPECT_TRUE(ggl::cuda::supports(*g.copy(
+        leaf(g, Type::F32, {512, 2}), g.view(cache, {512, 2, 1, 1}, {cache->nb[0], row, row * 2, row * 2}, 7 * row))))
         << ggl::type_name(t);
     // GQA prefill on separate K and V caches of this type.
-    EXPECT_TRUE(ggl::cuda::supports(*g.flash_attn(leaf(g, Type::F32, {128, 8, 5}), leaf(g, t, {128, 2, 9}), leaf(g, t, {128, 2, 9}),
-                                       leaf(g, Type::I32, {5}), 0.088f)))
+    EXPECT_TRUE(ggl::cuda::supports(*g.flash_attn(leaf(g, Type::F32, {128, 8, 5}), leaf(g, t, {128, 2, 9}),
+                                                  leaf(g, t, {128, 2, 9}), leaf(g, Type::I32, {5}), 0.088f)))
         << ggl::type_name(t);
   }
 #endif
@@ -138,7 +139,7 @@ TEST(CudaGraphOpsSupports, DeclinesWhatHasNoKernel) {
   EXPECT_FALSE(ggl::cuda::supports(*g.top_k(leaf(g, Type::F32, {8200, 1}), {.k = 2})));  // past one warp's shared flags
   Tensor* wide = leaf(g, Type::F32, {2048, 1, 1});
   EXPECT_FALSE(ggl::cuda::supports(*g.flash_attn(wide, leaf(g, Type::F16, {2048, 1, 4}), leaf(g, Type::F16, {64, 1, 4}),
-                                      leaf(g, Type::I32, {1}), 1.0f)));  // rows longer than a warp's 1024
+                                                 leaf(g, Type::I32, {1}), 1.0f)));  // rows longer than a warp's 1024
   // f32 rows whose stride is not a whole float cannot be read by float loads.
   Tensor* bytes = leaf(g, Type::F32, {64, 4});
   Tensor* odd = g.view(bytes, {8, 3, 1, 1}, {4, 34, 102, 102}, 0);

@@ -42,9 +42,8 @@ std::vector<uint8_t> read_bytes(const fs::path& p) {
 class GgufTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("latte-gguf-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("latte-gguf-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -89,13 +88,13 @@ std::vector<std::pair<std::string, Value>> every_value_type() {
       {"t.arr_i64", array_of(ValueType::I64, {Value{int64_t{-1} << 40}})},
       {"t.arr_f64", array_of(ValueType::F64, {Value{3.25}})},
       {"t.arr_empty", array_of(ValueType::F32, {})},
-      {"t.arr_strings", array_of(ValueType::STRING, {Value{std::string("<s>")}, Value{std::string("")},
-                                                      Value{std::string("a b")}})},
-      {"t.nested", array_of(ValueType::ARRAY,
-                            {array_of(ValueType::U32, {Value{uint32_t{1}}, Value{uint32_t{2}}}),
-                             array_of(ValueType::STRING, {Value{std::string("x")}}),
-                             array_of(ValueType::ARRAY, {array_of(ValueType::I8, {Value{int8_t{5}}})}),
-                             array_of(ValueType::F64, {})})},
+      {"t.arr_strings",
+       array_of(ValueType::STRING, {Value{std::string("<s>")}, Value{std::string("")}, Value{std::string("a b")}})},
+      {"t.nested",
+       array_of(ValueType::ARRAY, {array_of(ValueType::U32, {Value{uint32_t{1}}, Value{uint32_t{2}}}),
+                                   array_of(ValueType::STRING, {Value{std::string("x")}}),
+                                   array_of(ValueType::ARRAY, {array_of(ValueType::I8, {Value{int8_t{5}}})}),
+                                   array_of(ValueType::F64, {})})},
   };
   return kv;
 }
@@ -242,7 +241,8 @@ TEST_F(GgufTest, AlignmentAlreadyInMetadataKeepsItsPositionAndMustAgree) {
   EXPECT_THROW(
       try { bad.write(path("b.gguf")); } catch (const ggl::Error& e) {
         EXPECT_NE(std::string(e.what()).find("general.alignment 64 differs from the writer's alignment 32"),
-                  std::string::npos) << e.what();
+                  std::string::npos)
+            << e.what();
         throw;
       },
       ggl::Error);

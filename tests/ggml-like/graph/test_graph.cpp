@@ -55,8 +55,7 @@ void run(Graph& g, Tensor* out, int threads = 2) {
 
 void expect_near_all(const std::vector<float>& got, const std::vector<float>& want, float tol) {
   ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    ASSERT_NEAR(got[i], want[i], tol * (1.0f + std::fabs(want[i]))) << "at " << i;
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], tol * (1.0f + std::fabs(want[i]))) << "at " << i;
 }
 
 // sigmoid, silu and swiglu take vectors of exponentials: rows of 37 (whole vectors and a tail on
@@ -298,7 +297,8 @@ TEST_P(MulMatTypes, ExpertsSelectedPerToken) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, MulMatTypes, ::testing::Values(Type::F32, Type::F16, Type::BF16, Type::Q8_0, Type::Q4_0),
+INSTANTIATE_TEST_SUITE_P(Types, MulMatTypes,
+                         ::testing::Values(Type::F32, Type::F16, Type::BF16, Type::Q8_0, Type::Q4_0),
                          [](const auto& info) { return std::string(ggl::type_name(info.param)); });
 
 TEST(Graph, GetRowsDequantizes) {
@@ -331,7 +331,9 @@ TEST(Graph, RopeAdjacentPairsAndYarn) {
     Tensor* out = g.rope(f32_tensor(g, x, {D, H, T}, "x"), g.input_i32(pos, "pos"), p);
     run(g, out);
     // Reference: the YaRN ramp between the dimensions for 32 and 1 rotations over 64 positions.
-    auto corr = [&](float rot) { return n_rot * std::log(64 / (rot * 2 * static_cast<float>(M_PI))) / (2 * std::log(10000.0f)); };
+    auto corr = [&](float rot) {
+      return n_rot * std::log(64 / (rot * 2 * static_cast<float>(M_PI))) / (2 * std::log(10000.0f));
+    };
     const float low = std::max(0.0f, std::floor(corr(32))), high = std::min(n_rot - 1.0f, std::ceil(corr(1)));
     std::vector<float> want(x);
     for (int64_t t = 0; t < T; ++t)
@@ -377,7 +379,7 @@ TEST(Graph, ConcatBroadcastContAndCopy) {
   Graph g;
   Tensor* ta = f32_tensor(g, a, {4, 3, 2}, "a");
   Tensor* tb = f32_tensor(g, b, {2, 1, 2}, "b");
-  Tensor* cat = g.concat(ta, tb, 0);  // [6, 3, 2], b repeated over dim 1
+  Tensor* cat = g.concat(ta, tb, 0);   // [6, 3, 2], b repeated over dim 1
   Tensor* cat1 = g.concat(ta, ta, 1);  // [4, 6, 2]
   Tensor* tc = g.external(Type::F16, std::vector<int64_t>{8, 5}, cache.data(), "cache");
   // Write a's first two rows of batch 1 into cache rows 2..3, columns 1..4 (a strided view).
@@ -408,9 +410,9 @@ TEST(Graph, ConcatBroadcastContAndCopy) {
 }
 
 // Naive attention: full scores, causal by position, softmax, weighted sum.
-std::vector<float> naive_attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
-                                   const std::vector<int32_t>& pos, int64_t Dk, int64_t Dv, int64_t H, int64_t Hkv,
-                                   int64_t T, int64_t Nkv, float scale) {
+std::vector<float> naive_attention(const std::vector<float>& q, const std::vector<float>& k,
+                                   const std::vector<float>& v, const std::vector<int32_t>& pos, int64_t Dk, int64_t Dv,
+                                   int64_t H, int64_t Hkv, int64_t T, int64_t Nkv, float scale) {
   std::vector<float> out(Dv * H * T);
   for (int64_t t = 0; t < T; ++t)
     for (int64_t h = 0; h < H; ++h) {
@@ -491,8 +493,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttn,
                                            // Tokens on lanes, causal: 20 tokens (3 of 4 AVX2
                                            // vectors), 37 from position 0 (a pass of 32 and one
                                            // of 5). F16 K/V keep them on the float kernel.
-                                           AttnCase{2, 2, 20, 45, Type::F16, 2},
-                                           AttnCase{3, 3, 37, 37, Type::F16, 3},
+                                           AttnCase{2, 2, 20, 45, Type::F16, 2}, AttnCase{3, 3, 37, 37, Type::F16, 3},
                                            // GQA groups of 32 (the AVX-512 set's integer kernel):
                                            // separate K and V rows, Q8_0 and F16, a pass per
                                            // token and KV head; one token, keys split.
@@ -589,8 +590,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AbsorbedAttention,
                                            // DeepSeek's latent cache (512 + 64): V2-Lite's 16
                                            // heads and V3's 128 in decode, keys split across
                                            // threads; and a causal prefill over a cached prefix.
-                                           AbsorbedCase{512, 64, 16, 1, 77, 2},
-                                           AbsorbedCase{512, 64, 128, 1, 40, 2},
+                                           AbsorbedCase{512, 64, 16, 1, 77, 2}, AbsorbedCase{512, 64, 128, 1, 40, 2},
                                            AbsorbedCase{512, 64, 16, 5, 70, 2},
                                            // The cache types, with heads enough for the AVX-512
                                            // set's integer kernel: 40 (a full pass of 32 and a
@@ -623,7 +623,8 @@ TEST(Graph, PlansAreReusedForGraphsOfTheSameShape) {
   std::vector<float> x = random_floats(64 * 10, 25);
   ggl::PlanCache cache;
   auto build = [&](Graph& g, int64_t rows) {
-    Tensor* t = g.view(f32_tensor(g, x, {64, 10}, "x"), {64, rows, 1, 1}, {4, 256, static_cast<size_t>(256 * rows), static_cast<size_t>(256 * rows)}, 0);
+    Tensor* t = g.view(f32_tensor(g, x, {64, 10}, "x"), {64, rows, 1, 1},
+                       {4, 256, static_cast<size_t>(256 * rows), static_cast<size_t>(256 * rows)}, 0);
     g.mark_output(g.scale(g.sum_rows(t), 2.0f));
   };
   Graph a, b, c;
@@ -649,8 +650,10 @@ TEST(Graph, ResultsDoNotDependOnThreadCount) {
                           f32_tensor(g, x, {K, T}, "x"));
     Tensor* out = g.softmax(g.rms_norm(h, 1e-6f));
     run(g, out, threads);
-    if (first.empty()) first = result(out);
-    else EXPECT_EQ(result(out), first) << threads << " threads";
+    if (first.empty())
+      first = result(out);
+    else
+      EXPECT_EQ(result(out), first) << threads << " threads";
   }
 }
 

@@ -75,7 +75,8 @@ TEST(Kquant, RoundTripErrorOnGaussianRowsIsThatOfItsBits) {
   for (Type t : kNewTypes) {
     const double step = 5.0 / ((1 << bits(t)) - 1);
     const double err = rmse(x, round_trip(t, x)) / 3.0;
-    std::printf("[round trip] %-6s rmse/sigma %.4f (bound %.4f)\n", ggl::type_name(t).data(), err, step / std::sqrt(12.0));
+    std::printf("[round trip] %-6s rmse/sigma %.4f (bound %.4f)\n", ggl::type_name(t).data(), err,
+                step / std::sqrt(12.0));
     EXPECT_LE(err, step / std::sqrt(12.0)) << ggl::type_name(t);
   }
 }
@@ -146,8 +147,8 @@ TEST(Kquant, Q4_KDecodesItsPackedScalesAndNibbles) {
 TEST(Kquant, Q5_0DecodesItsFifthBit) {
   ggl::BlockQ5_0 b{};
   b.d = ggl::f32_to_fp16(2.0f);
-  b.qh[2] = 0x01;          // element 16
-  b.qs[0] = 0x3f;          // element 0: 15, element 16: 3 (+16 = 19)
+  b.qh[2] = 0x01;  // element 16
+  b.qs[0] = 0x3f;  // element 0: 15, element 16: 3 (+16 = 19)
   std::vector<float> y(32);
   ggl::dequantize_row(Type::Q5_0, &b, y.data(), 32);
   EXPECT_EQ(y[0], 2.0f * (15 - 16));

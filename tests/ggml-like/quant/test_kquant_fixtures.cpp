@@ -25,7 +25,8 @@ namespace test_kquant_fixtures {
 
 using ggl::Type;
 
-const char* const kFiles[] = {"q2_k", "q3_k_m", "q4_k_s", "q4_k_m", "q5_k_m", "q6_k", "iq4_xs", "iq4_nl", "q5_0", "q5_1"};
+const char* const kFiles[] = {"q2_k", "q3_k_m", "q4_k_s", "q4_k_m", "q5_k_m",
+                              "q6_k", "iq4_xs", "iq4_nl", "q5_0",   "q5_1"};
 
 std::string kq_path(const std::string& suffix) { return "fixtures/kquant/kq-tiny-" + suffix; }
 

@@ -77,8 +77,7 @@ TEST(BenchCli, MarkdownTableHasOneRowPerTest) {
 
 TEST(BenchCli, JsonIsAnArrayWithLlamaBenchFields) {
   LATTE_REQUIRE_SHARED("fixtures/ds2-v2-tiny-q8_0.gguf");
-  const auto r =
-      run_latte("bench -m " + fixture() + " -p 16 -n 4 -r 2 -d 0,8 -t 1,2 -o json", /*merge_stderr=*/false);
+  const auto r = run_latte("bench -m " + fixture() + " -p 16 -n 4 -r 2 -d 0,8 -t 1,2 -o json", /*merge_stderr=*/false);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   ASSERT_TRUE(j.is_array());

@@ -127,7 +127,8 @@ struct PageRange {
 };
 PageRange output_head_pages(const latte::Model& model) {
   const auto& tensors = model.file().tensors();
-  const auto head = std::find_if(tensors.begin(), tensors.end(), [](const auto& t) { return t.name == "output.weight"; });
+  const auto head =
+      std::find_if(tensors.begin(), tensors.end(), [](const auto& t) { return t.name == "output.weight"; });
   if (head == tensors.end()) return {};
   const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const auto start = reinterpret_cast<uintptr_t>(head->data);

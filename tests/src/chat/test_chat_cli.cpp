@@ -68,9 +68,8 @@ ChatRun chat(const std::string& args, const std::string& input) {
   static int n = 0;
   const fs::path in = temp_dir() / ("in" + std::to_string(++n)), err = temp_dir() / ("err" + std::to_string(n));
   std::ofstream(in, std::ios::binary) << input;
-  lt::CommandResult r =
-      lt::run_command("{ " + lt::latte_binary().string() + " chat " + args + " < '" + in.string() + "' 2>'" +
-                      err.string() + "'; }");
+  lt::CommandResult r = lt::run_command("{ " + lt::latte_binary().string() + " chat " + args + " < '" + in.string() +
+                                        "' 2>'" + err.string() + "'; }");
   ChatRun c;
   c.exit_code = r.exit_code;
   c.out = r.out;
@@ -321,7 +320,9 @@ struct Terminal {
     }
     return false;
   }
-  void send(const std::string& keys) { ASSERT_EQ(write(fd, keys.data(), keys.size()), static_cast<ssize_t>(keys.size())); }
+  void send(const std::string& keys) {
+    ASSERT_EQ(write(fd, keys.data(), keys.size()), static_cast<ssize_t>(keys.size()));
+  }
   // The exit status, or -1 (after killing it) when the process is still running after 30 s.
   int wait_exit() {
     std::string drain;

@@ -139,8 +139,8 @@ TEST(ChatSession, ResetAndSystemPrompt) {
   EXPECT_EQ(s2.evaluated, n_tokens("The dog was big.", true) + n_tokens("Then"));
 }
 
-const char* const kLines[] = {"Once upon a time", "She went to the park", "The sun was hot", "They ate a cake",
-                              "He saw a big dog", "The bird sang"};
+const char* const kLines[] = {"Once upon a time", "She went to the park", "The sun was hot",
+                              "They ate a cake",  "He saw a big dog",     "The bird sang"};
 
 void fill_until_dropped(Chat& c, int turns, std::vector<TurnStats>& stats) {
   for (int i = 0; i < turns; ++i) {
@@ -201,8 +201,7 @@ TEST(ChatSession, AReplyThatFillsTheContextGoesOnAfterDroppingTurns) {
 
 TEST(ChatSession, AMessageTooLongForTheContextIsRefused) {
   Chat c({.n_predict = 4}, 16);
-  EXPECT_THROW(c.say("Once upon a time there was a little girl named Lily who liked to play in the park"),
-               ggl::Error);
+  EXPECT_THROW(c.say("Once upon a time there was a little girl named Lily who liked to play in the park"), ggl::Error);
   EXPECT_TRUE(c.chat.conversation().messages().empty());
   auto [t, r] = c.say("Once upon a time");
   EXPECT_EQ(t.evaluated, n_tokens("Once upon a time", true));

@@ -117,8 +117,8 @@ TEST(ChatTemplate, BosAndEosComeFromTheTokenizer) {
 TEST(ChatTemplate, ListAndLookup) {
   std::vector<std::string> names;
   for (const ChatTemplate& t : ChatTemplate::all()) names.emplace_back(t.name());
-  EXPECT_EQ(names, (std::vector<std::string>{"deepseek-r1", "deepseek3", "deepseek2", "llama3", "chatml", "llama2",
-                                             "plain"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"deepseek-r1", "deepseek3", "deepseek2", "llama3", "chatml", "llama2", "plain"}));
   try {
     ChatTemplate::by_name("vicuna");
     FAIL() << "no error";
@@ -253,7 +253,8 @@ TEST(Conversation, MessagesKeepTheirTokensAndRepliesTheSampledOnes) {
   conv.add_user("Hi");
   conv.start_reply();
   const std::vector<int32_t> prompt = conv.tokens();
-  EXPECT_EQ(prompt, concat({{tok.bos()}, tok.encode("User: Hi\n\n", false, false), tok.encode("Assistant:", false, false)}));
+  EXPECT_EQ(prompt,
+            concat({{tok.bos()}, tok.encode("User: Hi\n\n", false, false), tok.encode("Assistant:", false, false)}));
   // The reply keeps the sampled ids, even where re-tokenizing its text would differ.
   const std::vector<int32_t> sampled = {tok.encode(" He", false, false)[0], tok.encode("llo", false, false)[0]};
   conv.extend_reply(sampled, " Hello");
@@ -277,8 +278,9 @@ TEST(Conversation, SystemPromptDropAndReset) {
   // Llama-2 writes the system prompt inside the first user turn: the user message moves up.
   Conversation expect(ChatTemplate::by_name("llama2"), tok);
   const std::vector<ChatMessage> msgs = {{Role::kSystem, "Be kind."}, {Role::kUser, "Hi"}};
-  EXPECT_EQ(conv.tokens(), concat({expect.tokenize(ChatTemplate::by_name("llama2").render_message(msgs, 0, expect.special_texts())),
-                                   expect.tokenize(ChatTemplate::by_name("llama2").render_message(msgs, 1, expect.special_texts()))}));
+  EXPECT_EQ(conv.tokens(),
+            concat({expect.tokenize(ChatTemplate::by_name("llama2").render_message(msgs, 0, expect.special_texts())),
+                    expect.tokenize(ChatTemplate::by_name("llama2").render_message(msgs, 1, expect.special_texts()))}));
   conv.set_system("");
   EXPECT_FALSE(conv.has_system());
   EXPECT_EQ(conv.tokens(), alone);
@@ -329,8 +331,8 @@ std::string filtered(const std::vector<std::string>& chunks, bool starts_inside 
 TEST(ThinkingFilter, MarksSpansEvenWhenTagsAreSplit) {
   EXPECT_EQ(filtered({"<think>hmm</think>Yes"}), "[<think>][hmm][</think>]Yes");
   EXPECT_EQ(filtered({"<th", "ink>a", "b</", "think", ">c"}), "[<think>][a][b][</think>]c");
-  EXPECT_EQ(filtered({"a <", "b"}), "a <b");        // not a tag after all
-  EXPECT_EQ(filtered({"x <thi"}), "x <thi");         // held back, then flushed
+  EXPECT_EQ(filtered({"a <", "b"}), "a <b");  // not a tag after all
+  EXPECT_EQ(filtered({"x <thi"}), "x <thi");  // held back, then flushed
   EXPECT_EQ(filtered({"plan", "</think>", "ok"}, true), "[plan][</think>]ok");
 }
 

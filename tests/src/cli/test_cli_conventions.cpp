@@ -86,7 +86,8 @@ TEST(CliConventions, LlamaCppCommandLines) {
        "latte run: note: -fa off: latte's attention is always fused (flash-attention style); running it fused\n"},
       {kRun + "-ctk q8_0 -ctv f16", 0,
        "latte run: note: -ctv f16 differs from -ctk q8_0: latte keeps the cache in one type; using q8_0\n"},
-      {kRun + "--no-mmap", 0, "latte run: note: --no-mmap: latte always maps the model file read-only; loading it as usual\n"},
+      {kRun + "--no-mmap", 0,
+       "latte run: note: --no-mmap: latte always maps the model file read-only; loading it as usual\n"},
       {kRun + "--mlock", 0,
        "latte run: note: --mlock: not supported in this build; the mapped weights may be paged out under memory "
        "pressure\n"},
@@ -95,8 +96,8 @@ TEST(CliConventions, LlamaCppCommandLines) {
       {"bench -p 8 -n 0 -r 1 -t 1 -ngl 0,99 -fa 0,1", 0,
        "latte bench: note: -ngl 0,99" + ngl_note +
            "latte bench: note: -fa 0,1: latte's attention is always fused (flash-attention style); running it fused\n"},
-      {"eval -m " + q(shared_dir() / "models/stories260K.gguf") + " --tokens " +
-           q(write_file("ids.txt", "1 2 3")) + " --logits-out " + q(temp_dir() / "l.f32") + " -ngl 99",
+      {"eval -m " + q(shared_dir() / "models/stories260K.gguf") + " --tokens " + q(write_file("ids.txt", "1 2 3")) +
+           " --logits-out " + q(temp_dir() / "l.f32") + " -ngl 99",
        0, "latte eval: note: -ngl 99" + ngl_note},
       // --log-disable silences notes and the summary line.
       {kRun + "-ngl 99 --log-disable", 0, ""},
@@ -114,8 +115,7 @@ TEST(CliConventions, LlamaCppCommandLines) {
       {kRun + "-sys hi", 1, "latte run: error: unknown flag '-sys' (see --help)\n"},
       {kRun + "-xyz", 1, "latte run: error: unknown flag '-xyz' (see --help)\n"},
       {kRun + "--bogus-flag=3", 1, "latte run: error: unknown flag '--bogus-flag' (see --help)\n"},
-      {"info -ngl 99 " + q(shared_dir() / "models/stories260K.gguf"), 1,
-       "latte info: error: -ngl needs --plan\n"},
+      {"info -ngl 99 " + q(shared_dir() / "models/stories260K.gguf"), 1, "latte info: error: -ngl needs --plan\n"},
       {"bench --predict 2", 1, "latte bench: error: unknown flag '--predict' (see --help)\n"},
       {kRun + "extra", 1, "latte run: error: unexpected argument 'extra' (see --help)\n"},
       // Numbers: the flag as typed, the rule, the value.
@@ -160,7 +160,8 @@ TEST(CliConventions, FilesAndOutputPathsAreCheckedFirst) {
   fs::copy_file(model, copy, fs::copy_options::overwrite_existing);
   // A copy: were the check missing, convert would overwrite the checkpoint's config.json.
   const fs::path hf = temp_dir() / "hf";
-  fs::copy(shared_dir() / "models/tiny-mla-stories-hf", hf, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  fs::copy(shared_dir() / "models/tiny-mla-stories-hf", hf,
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
   const Case cases[] = {
       {"run -f " + q(dir), dir.string() + ": is a directory, not a prompt file"},
       {"run -f " + q(dir / "absent.txt"), (dir / "absent.txt").string() + ": no such prompt file"},
@@ -172,7 +173,8 @@ TEST(CliConventions, FilesAndOutputPathsAreCheckedFirst) {
       {"quantize " + q(copy) + " " + q(dir) + " q8_0", "OUT " + dir.string() + ": is a directory; give a file name"},
       {"quantize " + q(copy) + " " + q(dir / "no/such/x.gguf") + " q8_0",
        "the directory " + (dir / "no/such").string() + " does not exist"},
-      {"convert " + q(hf) + " -o " + q(dir.string() + "/"), "-o " + dir.string() + "/: is a directory; give a file name"},
+      {"convert " + q(hf) + " -o " + q(dir.string() + "/"),
+       "-o " + dir.string() + "/: is a directory; give a file name"},
       {"convert " + q(hf) + " -o " + q(hf / "config.json"), "the output would replace the input"},
       {"synth --preset tiny -o " + q(dir), "-o " + dir.string() + ": is a directory; give a file name"},
   };
@@ -223,8 +225,7 @@ TEST(CliConventions, EscapesInPromptAndSystemPrompt) {
   const std::string stats = " -m " + model + " < " + q(write_file("stats.txt", "/stats\n"));
   const CommandResult a = run_latte_apart("chat -sys 'The dog.\\nThe cat.'" + stats);
   const CommandResult b = run_latte_apart("chat -sys 'The dog.\\nThe cat.' --no-escape" + stats);
-  EXPECT_NE(a.err.find("system prompt: " + std::to_string(tokens("The dog.\nThe cat.")) + " tokens"),
-            std::string::npos)
+  EXPECT_NE(a.err.find("system prompt: " + std::to_string(tokens("The dog.\nThe cat.")) + " tokens"), std::string::npos)
       << a.err;
   EXPECT_NE(b.err.find("system prompt: " + std::to_string(tokens("The dog.\\nThe cat.")) + " tokens"),
             std::string::npos)
@@ -234,9 +235,9 @@ TEST(CliConventions, EscapesInPromptAndSystemPrompt) {
     std::string in, out;
   };
   const Case cases[] = {
-      {"a\\nb", "a\nb"},     {"a\\tb", "a\tb"},   {"a\\rb", "a\rb"},     {"a\\\\nb", "a\\nb"},
-      {"\\\"q\\\"", "\"q\""}, {"\\'q\\'", "'q'"},  {"\\x41\\x62", "Ab"},  {"\\x4", "\\x4"},
-      {"\\xZZ", "\\xZZ"},    {"\\q", "\\q"},      {"end\\", "end\\"},    {"", ""},
+      {"a\\nb", "a\nb"},      {"a\\tb", "a\tb"},  {"a\\rb", "a\rb"},    {"a\\\\nb", "a\\nb"},
+      {"\\\"q\\\"", "\"q\""}, {"\\'q\\'", "'q'"}, {"\\x41\\x62", "Ab"}, {"\\x4", "\\x4"},
+      {"\\xZZ", "\\xZZ"},     {"\\q", "\\q"},     {"end\\", "end\\"},   {"", ""},
   };
   for (const Case& c : cases) EXPECT_EQ(latte::cli::process_escapes(c.in), c.out) << c.in;
 }
@@ -285,7 +286,8 @@ TEST(CliConventions, ContextAboveTrainingWarnsOnce) {
 TEST(CliConventions, VersionHelpAndTopLevelErrors) {
   const CommandResult version = run_latte_apart("--version");
   EXPECT_EQ(version.exit_code, 0);
-  EXPECT_TRUE(std::regex_match(version.out, std::regex("latte \\d+\\.\\d+\\.\\d+ \\(commit ([0-9a-f]{7,}|unknown)\\)\n")))
+  EXPECT_TRUE(
+      std::regex_match(version.out, std::regex("latte \\d+\\.\\d+\\.\\d+ \\(commit ([0-9a-f]{7,}|unknown)\\)\n")))
       << version.out;
   EXPECT_EQ(run_latte_apart("version").out, version.out);
 

@@ -29,9 +29,8 @@ struct Result {
 class EvalCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("latte-eval-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("latte-eval-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -62,8 +61,8 @@ class EvalCli : public ::testing::Test {
                                                const std::string& reference, size_t n_vocab,
                                                const std::string& extra) const {
     const fs::path out = dir_ / "logits.f32";
-    const Result r = eval("-m " + shared(model) + " --tokens " + shared(tokens) + " --logits-out " + out.string() +
-                          " " + extra);
+    const Result r =
+        eval("-m " + shared(model) + " --tokens " + shared(tokens) + " --logits-out " + out.string() + " " + extra);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, "");
     EXPECT_EQ(r.err, "");
@@ -128,7 +127,8 @@ TEST_F(EvalCli, BadInputGivesOneLineErrors) {
   expect_error(model + " --tokens " + dir_.string() + out, dir_.string() + ": is a directory, not a token file");
   expect_error(model + " --tokens " + good.string() + " --logits-out " + dir_.string(),
                "--logits-out " + dir_.string() + ": is a directory; give a file name");
-  expect_error(model + " --tokens " + write_file("bad.txt", "1 2 x3 4").string() + out, "'x3' (token 2) is not a token id");
+  expect_error(model + " --tokens " + write_file("bad.txt", "1 2 x3 4").string() + out,
+               "'x3' (token 2) is not a token id");
   expect_error(model + " --tokens " + write_file("empty.txt", " \n").string() + out, "no token ids");
   expect_error(model + " --tokens " + good.string() + " --cache-type q4_0" + out, "--cache-type 'q4_0'");
   expect_error(model + " --tokens " + good.string() + " --mla-mode fast" + out, "--mla-mode 'fast'");

@@ -42,25 +42,24 @@ TEST_P(InfoOnSharedFiles, DescribesArchitectureTensorsAndTypes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shared, InfoOnSharedFiles,
-    ::testing::Values(Expected{"fixtures/ds2-lite-27l-q8_0.gguf", "deepseek2", 377},
-                      Expected{"fixtures/ds2-mini-mla-f32.gguf", "deepseek2", 34},
-                      Expected{"fixtures/ds2-v2-tiny-f32.gguf", "deepseek2", 47},
-                      Expected{"fixtures/ds2-v2-tiny-q4_0.gguf", "deepseek2", 47},
-                      Expected{"fixtures/ds2-v2-tiny-q8_0.gguf", "deepseek2", 47},
-                      Expected{"fixtures/ds3-tiny-q4_0.gguf", "deepseek2", 66},
-                      Expected{"fixtures/llama-gqa-tiny-f32.gguf", "llama", 30},
-                      Expected{"fixtures/llama-gqa-tiny-q8_0.gguf", "llama", 30},
-                      Expected{"models/stories260K.gguf", "llama", 48},
-                      Expected{"models/tiny-mla-stories-f32.gguf", "deepseek2", 79},
-                      Expected{"models/tiny-mla-stories-q8_0.gguf", "deepseek2", 79}),
-    [](const ::testing::TestParamInfo<Expected>& info) {
-      std::string name = std::filesystem::path(info.param.relpath).stem().string();
-      for (char& c : name)
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Shared, InfoOnSharedFiles,
+                         ::testing::Values(Expected{"fixtures/ds2-lite-27l-q8_0.gguf", "deepseek2", 377},
+                                           Expected{"fixtures/ds2-mini-mla-f32.gguf", "deepseek2", 34},
+                                           Expected{"fixtures/ds2-v2-tiny-f32.gguf", "deepseek2", 47},
+                                           Expected{"fixtures/ds2-v2-tiny-q4_0.gguf", "deepseek2", 47},
+                                           Expected{"fixtures/ds2-v2-tiny-q8_0.gguf", "deepseek2", 47},
+                                           Expected{"fixtures/ds3-tiny-q4_0.gguf", "deepseek2", 66},
+                                           Expected{"fixtures/llama-gqa-tiny-f32.gguf", "llama", 30},
+                                           Expected{"fixtures/llama-gqa-tiny-q8_0.gguf", "llama", 30},
+                                           Expected{"models/stories260K.gguf", "llama", 48},
+                                           Expected{"models/tiny-mla-stories-f32.gguf", "deepseek2", 79},
+                                           Expected{"models/tiny-mla-stories-q8_0.gguf", "deepseek2", 79}),
+                         [](const ::testing::TestParamInfo<Expected>& info) {
+                           std::string name = std::filesystem::path(info.param.relpath).stem().string();
+                           for (char& c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
+                         });
 
 TEST(InfoCli, PerTypeTotalsAndBitsPerWeight) {
   LATTE_REQUIRE_SHARED("fixtures/ds2-v2-tiny-q8_0.gguf");

@@ -136,8 +136,8 @@ TEST(RunCli, CtrlCStopsGenerationAndPrintsTheSummary) {
     close(out_pipe[0]);
     close(err_pipe[0]);
     std::string bin = latte::testing::latte_binary().string();
-    execl(bin.c_str(), bin.c_str(), "run", "-p", "Once upon a time", "-n", "-1", "-c", "20000", "--ignore-eos",
-          "-t", "1", static_cast<char*>(nullptr));
+    execl(bin.c_str(), bin.c_str(), "run", "-p", "Once upon a time", "-n", "-1", "-c", "20000", "--ignore-eos", "-t",
+          "1", static_cast<char*>(nullptr));
     _exit(127);
   }
   close(out_pipe[1]);

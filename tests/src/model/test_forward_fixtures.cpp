@@ -28,8 +28,8 @@ using latte::testing::LogitMetrics;
 
 // How the reference was produced matters for the thresholds.
 struct Fixture {
-  std::string name;    // test name
-  std::string gguf;    // relative to shared_dir()
+  std::string name;  // test name
+  std::string gguf;  // relative to shared_dir()
   std::string tokens;
   std::string reference;  // logits to compare with
   bool quantized;
@@ -44,8 +44,8 @@ const std::vector<Fixture>& fixtures() {
     std::vector<Fixture> f;
     auto exact = [&f](const char* name, bool quantized, double nrmse = 0, double kl = 0) {
       const std::string base = std::string("fixtures/") + name;
-      f.push_back({name, base + ".gguf", base + ".tokens.txt",
-                   base + (quantized ? ".exact-logits.f32" : ".logits.f32"), quantized, nrmse, kl, ""});
+      f.push_back({name, base + ".gguf", base + ".tokens.txt", base + (quantized ? ".exact-logits.f32" : ".logits.f32"),
+                   quantized, nrmse, kl, ""});
     };
     exact("ds2-v2-tiny-f32", false);
     exact("ds2-mini-mla-f32", false);
@@ -183,7 +183,8 @@ void record_routing(latte::SessionOptions& o, Routing* out) {
         read(*t, ids.data());
         std::vector<RouterStep>& steps = out->at(ids_seen++);  // its logits came first
         for (int64_t i = 0; i < T; ++i)
-          steps[steps.size() - static_cast<size_t>(T - i)].chosen.assign(ids.begin() + i * k, ids.begin() + (i + 1) * k);
+          steps[steps.size() - static_cast<size_t>(T - i)].chosen.assign(ids.begin() + i * k,
+                                                                         ids.begin() + (i + 1) * k);
       }
     }
   };
@@ -330,8 +331,7 @@ std::vector<float> positions_of(const std::vector<float>& logits, size_t n_vocab
 }
 
 void expect_bf16_cache_bound(const latte::Model& model, const std::vector<int32_t>& tokens, const Case& c,
-                             const std::vector<float>& ref, const std::vector<float>& logits,
-                             const Routing& routing) {
+                             const std::vector<float>& ref, const std::vector<float>& logits, const Routing& routing) {
   const latte::Hparams& hp = model.hparams();
   const size_t n_vocab = static_cast<size_t>(hp.n_vocab), n_pos = tokens.size();
   std::vector<const latte::LayerWeights*> moe_layers;
@@ -365,9 +365,10 @@ void expect_bf16_cache_bound(const latte::Model& model, const std::vector<int32_
         ++rule_disagrees;
       if (sorted(routing[m][p].chosen) == sorted(s.chosen)) continue;
       const double margin = logit_margin(s, hp.moe, bias);
-      std::printf("[routing] MoE layer %zu position %zu chose other experts than with f32: logit margin %.3e, "
-                  "bf16 reach %.3e\n",
-                  m, p, margin, reach);
+      std::printf(
+          "[routing] MoE layer %zu position %zu chose other experts than with f32: logit margin %.3e, "
+          "bf16 reach %.3e\n",
+          m, p, margin, reach);
       EXPECT_LT(margin, reach) << "MoE layer " << m << " position " << p
                                << ": the routing changed where bf16 rounding cannot reach the f32 run's margin";
     }
@@ -381,8 +382,8 @@ void expect_bf16_cache_bound(const latte::Model& model, const std::vector<int32_
   const size_t n_differ = n_pos - alike.size();
   EXPECT_LE(n_differ * 20, n_pos) << n_differ << " of " << n_pos << " positions chose other experts than with f32";
   ASSERT_FALSE(alike.empty());
-  const LogitMetrics m = latte::testing::compare_logits(positions_of(ref, n_vocab, alike),
-                                                        positions_of(logits, n_vocab, alike), n_vocab);
+  const LogitMetrics m =
+      latte::testing::compare_logits(positions_of(ref, n_vocab, alike), positions_of(logits, n_vocab, alike), n_vocab);
   std::printf("[metrics] the %zu of %zu positions routed as with f32: nrmse=%.3e mean_kl=%.3e max_kl=%.3e top1=%.3f\n",
               alike.size(), n_pos, m.nrmse, m.mean_kl, m.max_kl, m.top1);
   EXPECT_LE(m.nrmse, 5e-3);

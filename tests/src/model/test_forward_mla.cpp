@@ -102,9 +102,10 @@ TEST_P(MlaFixture, AbsorbedAndNaiveAttentionAgree) {
         const auto automatic = run_auto(model, tokens, prefill);
         const auto an = latte::testing::compare_logits(naive, absorbed, n_vocab);
         const auto aa = latte::testing::compare_logits(naive, automatic, n_vocab);
-        std::printf("[metrics] %s %s prefill %zu integer GEMM %d: absorb vs naive nrmse=%.3e max_kl=%.3e "
-                    "top1=%.3f; auto vs naive nrmse=%.3e\n",
-                    name.c_str(), set.isa, prefill, integer, an.nrmse, an.max_kl, an.top1, aa.nrmse);
+        std::printf(
+            "[metrics] %s %s prefill %zu integer GEMM %d: absorb vs naive nrmse=%.3e max_kl=%.3e "
+            "top1=%.3f; auto vs naive nrmse=%.3e\n",
+            name.c_str(), set.isa, prefill, integer, an.nrmse, an.max_kl, an.top1, aa.nrmse);
         EXPECT_LE(an.nrmse, integer ? 2e-3 : 1e-5);
         EXPECT_LE(an.max_kl, integer ? 1e-4 : 1e-8);
         EXPECT_EQ(an.top1, 1.0);
@@ -222,8 +223,8 @@ TEST(CacheFootprint, LatentAgainstPerHeadKvForDeepSeekV3Geometry) {
   const ggl::GgufFile file(write_v3_like_metadata(dir).string());
   const latte::KvCacheFootprint f = latte::kv_cache_footprint(file, ggl::Type::F16);
   EXPECT_EQ(f.hparams.n_head, 128);
-  EXPECT_EQ(f.bytes_per_token_and_layer(), 1152u);                 // (512 + 64) * 2
-  EXPECT_EQ(f.per_head_kv_bytes_per_token_and_layer(), 81920u);    // 128 * (192 + 128) * 2
+  EXPECT_EQ(f.bytes_per_token_and_layer(), 1152u);               // (512 + 64) * 2
+  EXPECT_EQ(f.per_head_kv_bytes_per_token_and_layer(), 81920u);  // 128 * (192 + 128) * 2
   EXPECT_EQ(f.bytes_per_token, 61u * 1152u);
   std::printf("[footprint] V3 geometry, f16: %zu vs %zu bytes per token and layer (%.1fx)\n",
               f.bytes_per_token_and_layer(), f.per_head_kv_bytes_per_token_and_layer(),
@@ -281,9 +282,9 @@ TEST(Session, BadTokensAndOverflowLeaveTheSessionUnchanged) {
 
 // Copies a fixture into a new file, letting `edit` drop or reshape tensors or change metadata.
 struct TensorEdit {
-  std::string drop{};           // tensor to leave out
-  std::string reshape{};        // tensor to give a different (same-size) shape
-  std::string architecture{};   // replaces general.architecture when set
+  std::string drop{};          // tensor to leave out
+  std::string reshape{};       // tensor to give a different (same-size) shape
+  std::string architecture{};  // replaces general.architecture when set
 };
 
 fs::path edited_copy(const std::string& fixture, const TensorEdit& edit, const fs::path& out) {

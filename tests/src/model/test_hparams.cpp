@@ -90,8 +90,8 @@ TEST(Hparams, DeepSeekV3WithKbVbLayout) {
 // (softmax), no groups.
 TEST(Hparams, AbsentKeysTakeTheOlderMeaning) {
   const latte::Hparams hp = read(write_header("v2.gguf", [](ggl::Metadata& md) {
-    for (const char* k : {"rope.scaling.yarn_log_multiplier", "expert_gating_func", "expert_group_count",
-                          "expert_group_used_count"})
+    for (const char* k :
+         {"rope.scaling.yarn_log_multiplier", "expert_gating_func", "expert_group_count", "expert_group_used_count"})
       md.erase("deepseek2." + std::string(k));
     md.set("deepseek2.expert_count", ggl::Value{uint32_t{160}});
     md.set("deepseek2.expert_used_count", ggl::Value{uint32_t{6}});
@@ -124,7 +124,8 @@ TEST(Hparams, BadGroupsAreErrors) {
 
 // DeepSeek-V3.2 (sparse attention): refused in one line by every command that loads a model.
 TEST(Hparams, DeepSeekV32IsNotSupportedYet) {
-  const fs::path path = write_header("v32.gguf", [](ggl::Metadata&) {}, "deepseek32");
+  const fs::path path = write_header(
+      "v32.gguf", [](ggl::Metadata&) {}, "deepseek32");
   try {
     read(path);
     ADD_FAILURE() << "no error";

@@ -78,8 +78,10 @@ std::vector<int> choose_experts(const std::vector<double>& sel, const Case& c, b
     std::vector<double> v(sel.begin() + g * per, sel.begin() + (g + 1) * per);
     std::sort(v.rbegin(), v.rend());
     double score = 0;
-    if (group_score_top2) score = per > 1 ? v[0] + v[1] : v[0];
-    else for (double x : v) score += x;
+    if (group_score_top2)
+      score = per > 1 ? v[0] + v[1] : v[0];
+    else
+      for (double x : v) score += x;
     groups.push_back({-score, g});  // ascending: best first, ties to the lower group
   }
   std::sort(groups.begin(), groups.end());
@@ -198,10 +200,10 @@ TEST_P(MoeRouting, MatchesTheScalarReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Configs, MoeRouting,
-    ::testing::Values(Case{256, 8, 4, 8, latte::ExpertGating::kSigmoid, true},    // DeepSeek-V3
-                      Case{64, 8, 3, 6, latte::ExpertGating::kSoftmax, false},    // V2-style groups of 8
-                      Case{160, 8, 3, 6, latte::ExpertGating::kSoftmax, false},   // DeepSeek-V2 (236B)
-                      Case{384, 1, 1, 8, latte::ExpertGating::kSigmoid, true},    // Kimi-K2
+    ::testing::Values(Case{256, 8, 4, 8, latte::ExpertGating::kSigmoid, true},   // DeepSeek-V3
+                      Case{64, 8, 3, 6, latte::ExpertGating::kSoftmax, false},   // V2-style groups of 8
+                      Case{160, 8, 3, 6, latte::ExpertGating::kSoftmax, false},  // DeepSeek-V2 (236B)
+                      Case{384, 1, 1, 8, latte::ExpertGating::kSigmoid, true},   // Kimi-K2
                       Case{64, 1, 1, 6, latte::ExpertGating::kSoftmax, false}),  // V2-Lite
     [](const auto& info) {
       const Case& c = info.param;

@@ -206,9 +206,9 @@ TEST(Placement, BudgetFillsInOrderOfBenefit) {
     size_t gpu_weights;  // bytes the plan must put on the GPU (work buffers excluded)
   };
   const Case cases[] = {
-      {work / 2, 0},                                       // not even the work buffers fit
-      {work + attention, attention},                       // exactly the attention
-      {work + attention + ffn, attention + ffn},           // and the FFNs
+      {work / 2, 0},                              // not even the work buffers fit
+      {work + attention, attention},              // exactly the attention
+      {work + attention + ffn, attention + ffn},  // and the FFNs
       {work + attention + ffn + head, attention + ffn + head},
       {work + attention + ffn + head + 3 * layer_experts + 1000, attention + ffn + head + 3 * layer_experts},
       {work + attention + ffn + head + experts, attention + ffn + head + experts},  // everything
@@ -256,7 +256,8 @@ TEST(Placement, BudgetFillsInOrderOfBenefit) {
 TEST(Placement, OverridesComeLastAndTheFirstMatchWins) {
   const ModelList m = synth_list("v2-lite", 1024);
   PlacementRequest r = ngl(0);
-  r.overrides = {ot("blk\\.0\\.", Device::kCpu), ot("attn_kv_b|attn_k_b", Device::kGpu), ot("cache\\.3$", Device::kGpu)};
+  r.overrides = {ot("blk\\.0\\.", Device::kCpu), ot("attn_kv_b|attn_k_b", Device::kGpu),
+                 ot("cache\\.3$", Device::kGpu)};
   const latte::Placement p = latte::plan_placement(m.tensors, m.n_layer, r, 1000);
   std::map<std::string, Device> where;
   for (const latte::PlacedTensor& t : p.tensors) where[t.tensor.name] = t.device;

@@ -30,7 +30,8 @@ TEST(PlanCli, TablesForLlamaCppFlags) {
       {"-ngl 10", "attention 10/27 layers, dense ffn 0/1, shared experts 10/26, routed experts 10/26, output head cpu"},
       {"-ngl 99 --cpu-moe", "attention 27/27 layers, dense ffn 1/1, shared experts 26/26, routed experts 0/26"},
       {"--n-gpu-layers 99 --n-cpu-moe 20", "shared experts 26/26, routed experts 7/26"},
-      {"--gpu-layers all -ot exps=CPU", "attention 27/27 layers, dense ffn 1/1, shared experts 26/26, routed experts 0/26"},
+      {"--gpu-layers all -ot exps=CPU",
+       "attention 27/27 layers, dense ffn 1/1, shared experts 26/26, routed experts 0/26"},
       {"-ngl 0 -ot 'attn=cuda,cache=cuda'", "attention 27/27 layers, dense ffn 0/1"},
       {"-ngl 0 --override-tensor attn=cuda --override-tensor cache=cuda", "attention 27/27 layers, dense ffn 0/1"},
   };
@@ -85,7 +86,8 @@ TEST(PlanCli, BadValuesAreOneLineErrors) {
       {info + "--gpu-vram big", "latte info: error: --gpu-vram 'big' is not a size (e.g. 24G)\n"},
       {info + "--cache-type q4_0", "latte info: error: --cache-type 'q4_0' is not one of f32, f16, bf16, q8_0\n"},
       {"info " + model() + " --cpu-moe", "latte info: error: --cpu-moe needs --plan\n"},
-      {"run -p hi -n 1 --gpu-budget 12Q", "latte run: error: --gpu-budget '12Q' is not a size (e.g. 12G, 512M) or auto\n"},
+      {"run -p hi -n 1 --gpu-budget 12Q",
+       "latte run: error: --gpu-budget '12Q' is not a size (e.g. 12G, 512M) or auto\n"},
   };
   for (const Case& c : cases) {
     const auto r = run_latte_apart(c.args);
@@ -103,8 +105,7 @@ TEST(PlanCli, RunNotesThePlacementFlags) {
   const std::string why = gpus.why_none + ", running on the CPU";
   const auto r = run_latte_apart("run -p hi -n 1 --temp 0 -ngl 99 --cpu-moe -ot exps=cpu -nopo");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.err.substr(0, r.err.find('\n') + 1),
-            "latte run: note: -ngl 99 --cpu-moe -ot exps=cpu: " + why + "\n");
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n') + 1), "latte run: note: -ngl 99 --cpu-moe -ot exps=cpu: " + why + "\n");
 }
 
 TEST(PlanCli, SystemNamesTheGpusOrWhyNone) {

@@ -61,9 +61,11 @@ fs::path first_layer_only(const fs::path& src) {
   for (const auto& [key, value] : in.metadata().entries()) {
     ggl::Value v = value;
     if (key == arch + ".block_count")
-      std::visit([](auto& x) {
-        if constexpr (std::is_integral_v<std::decay_t<decltype(x)>>) x = 1;
-      }, v.data);
+      std::visit(
+          [](auto& x) {
+            if constexpr (std::is_integral_v<std::decay_t<decltype(x)>>) x = 1;
+          },
+          v.data);
     w.metadata().set(key, v);
   }
   for (const ggl::TensorInfo& t : in.tensors()) {
@@ -75,7 +77,9 @@ fs::path first_layer_only(const fs::path& src) {
 }
 
 fs::path story_model() { return latte::cli::default_model_path(); }
-std::vector<int32_t> story_tokens() { return lt::read_token_file(lt::shared_dir() / "models/tiny-mla-stories.tokens.txt"); }
+std::vector<int32_t> story_tokens() {
+  return lt::read_token_file(lt::shared_dir() / "models/tiny-mla-stories.tokens.txt");
+}
 
 // Evaluates prefix + dropped + kept, removes `dropped` from the cache, evaluates `next`: the
 // logits after `next`, and those of a fresh session fed prefix + kept + next.

@@ -211,9 +211,8 @@ TEST(Sampling, RepeatPenaltyDividesPositiveAndMultipliesNegativeLogits) {
 std::vector<int32_t> full_sort_order(const std::vector<float>& logits) {
   std::vector<int32_t> order(logits.size());
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
-  });
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
   return order;
 }
 
@@ -302,8 +301,8 @@ TEST(Sampling, CliFlagsFillTheParams) {
   CLI::App app;
   SamplingParams p;
   latte::add_sampling_flags(app, p);
-  std::vector<std::string> args = {"--temp", "0.5",          "--top-k", "10", "--top-p", "0.9",
-                                   "--min-p", "0.1",         "-s",      "42", "--repeat-penalty", "1.1",
+  std::vector<std::string> args = {"--temp",          "0.5", "--top-k", "10", "--top-p",          "0.9",
+                                   "--min-p",         "0.1", "-s",      "42", "--repeat-penalty", "1.1",
                                    "--repeat-last-n", "32"};
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
   app.parse(args);

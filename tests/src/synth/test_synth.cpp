@@ -118,7 +118,8 @@ TEST(SynthPresets, EveryPresetAndLayerCountGivesHparamsLatteAccepts) {
         latte::Hparams hp;
         ASSERT_NO_THROW(hp = latte::read_hparams(file)) << name << " --layers " << layers;
         int64_t moe_layers = 0;
-        for (const auto& t : latte::synth::plan_tensors(g, layout)) moe_layers += t.name.ends_with("ffn_gate_inp.weight");
+        for (const auto& t : latte::synth::plan_tensors(g, layout))
+          moe_layers += t.name.ends_with("ffn_gate_inp.weight");
         EXPECT_EQ(hp.n_layer - hp.moe.n_leading_dense, moe_layers) << name << " --layers " << layers;
       }
     }
@@ -184,9 +185,12 @@ std::string show(const ggl::Value& v) {
   return std::visit(
       [](const auto& x) -> std::string {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, std::string>) return "'" + x + "'";
-        else if constexpr (std::is_same_v<T, ggl::Array>) return "[array]";
-        else return std::to_string(x);
+        if constexpr (std::is_same_v<T, std::string>)
+          return "'" + x + "'";
+        else if constexpr (std::is_same_v<T, ggl::Array>)
+          return "[array]";
+        else
+          return std::to_string(x);
       },
       v.data);
 }
@@ -227,19 +231,18 @@ TEST_P(SynthLayout, SameKeysTensorsShapesAndTypesAsTheFixture) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Fixtures, SynthLayout,
-    ::testing::Values(FixtureCase{"ds2-lite-27l-q8_0.gguf", ggl::Type::Q8_0, MlaLayout::KvB},
-                      FixtureCase{"ds2-v2-tiny-f32.gguf", ggl::Type::F32, MlaLayout::KvB},
-                      FixtureCase{"ds3-tiny-q4_0.gguf", ggl::Type::Q4_0, MlaLayout::KvB},
-                      FixtureCase{"ds2-mini-mla-f32.gguf", ggl::Type::F32, MlaLayout::KbVb}),
-    [](const auto& info) {
-      std::string n = info.param.file;
-      n = n.substr(0, n.find('.'));
-      for (char& ch : n)
-        if (ch == '-') ch = '_';
-      return n;
-    });
+INSTANTIATE_TEST_SUITE_P(Fixtures, SynthLayout,
+                         ::testing::Values(FixtureCase{"ds2-lite-27l-q8_0.gguf", ggl::Type::Q8_0, MlaLayout::KvB},
+                                           FixtureCase{"ds2-v2-tiny-f32.gguf", ggl::Type::F32, MlaLayout::KvB},
+                                           FixtureCase{"ds3-tiny-q4_0.gguf", ggl::Type::Q4_0, MlaLayout::KvB},
+                                           FixtureCase{"ds2-mini-mla-f32.gguf", ggl::Type::F32, MlaLayout::KbVb}),
+                         [](const auto& info) {
+                           std::string n = info.param.file;
+                           n = n.substr(0, n.find('.'));
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
 
 void expect_finite_logits(const std::string& path, int64_t n_tokens) {
   const latte::Model model(path);
@@ -271,9 +274,8 @@ TEST_F(Synth, TinyModelsLoadAndGiveFiniteLogits) {
 
 TEST_F(Synth, DeepStacksStayFinite) {
   // Sixty layers (V2's depth) of the V3-flavoured tiny model: activations must not run away.
-  expect_finite_logits(write(latte::synth::with_layers(latte::synth::preset("tiny-v3"), 60), ggl::Type::Q8_0,
-                             MlaLayout::KvB),
-                       6);
+  expect_finite_logits(
+      write(latte::synth::with_layers(latte::synth::preset("tiny-v3"), 60), ggl::Type::Q8_0, MlaLayout::KvB), 6);
 }
 
 TEST_F(Synth, SeededAndIndependentOfTheThreadCount) {

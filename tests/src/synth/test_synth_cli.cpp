@@ -38,8 +38,8 @@ latte::testing::CommandResult bench_briefly(const fs::path& model) {
 
 TEST_F(SynthCli, WritesALoadableFileAndSaysWhat) {
   const fs::path out = dir_ / "tiny.gguf";
-  const auto r = run_latte("synth --preset tiny --layers 2 --type q8_0 --mla-layout k_b --seed 3 --name mini -o " +
-                           out.string());
+  const auto r =
+      run_latte("synth --preset tiny --layers 2 --type q8_0 --mla-layout k_b --seed 3 --name mini -o " + out.string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("latte synth: wrote " + out.string() + " (tiny 2 layers, q8_0)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tokenizer: none"), std::string::npos) << r.out;
@@ -75,9 +75,9 @@ TEST_F(SynthCli, KquantMixFollowsTheRecipe) {
   EXPECT_EQ(f.metadata().get<uint32_t>("general.file_type"), 15u);
   std::vector<latte::convert::RecipeTensor> ts;
   for (const auto& t : f.tensors()) ts.push_back({t.name, std::vector<int64_t>(t.ne, t.ne + t.n_dims)});
-  const auto want = latte::convert::choose_tensor_types(
-      *latte::convert::find_file_type("q4_k_m"), latte::convert::RecipeModel::from_metadata(f.metadata(), f.path()),
-      ts, {});
+  const auto want =
+      latte::convert::choose_tensor_types(*latte::convert::find_file_type("q4_k_m"),
+                                          latte::convert::RecipeModel::from_metadata(f.metadata(), f.path()), ts, {});
   std::set<ggl::Type> types;
   for (size_t i = 0; i < ts.size(); ++i) {
     EXPECT_EQ(ggl::type_name(f.tensors()[i].type), ggl::type_name(want[i].type)) << ts[i].name;

@@ -107,8 +107,8 @@ TEST(StreamDecoder, ByteLevelBpeKeepsLeadingSpaces) {
 }
 
 TEST(StreamDecoder, EveryChunkIsValidUtf8AndTheChunksMakeTheText) {
-  for (const char* vocab : {"vocab/ggml-vocab-gpt-2.gguf", "vocab/ggml-vocab-deepseek-llm.gguf",
-                            "vocab/ggml-vocab-llama-spm.gguf"}) {
+  for (const char* vocab :
+       {"vocab/ggml-vocab-gpt-2.gguf", "vocab/ggml-vocab-deepseek-llm.gguf", "vocab/ggml-vocab-llama-spm.gguf"}) {
     LATTE_REQUIRE_SHARED(vocab);
     const Tokenizer& tok = shared_tokenizer(vocab);
     std::mt19937 rng(99);

@@ -30,10 +30,14 @@ std::string join(const std::vector<int32_t>& ids) {
 std::string escaped(const std::string& text) {
   std::string s;
   for (unsigned char c : text) {
-    if (c == '\n') s += "\\n";
-    else if (c == '\t') s += "\\t";
-    else if (c == '\r') s += "\\r";
-    else s += static_cast<char>(c);
+    if (c == '\n')
+      s += "\\n";
+    else if (c == '\t')
+      s += "\\t";
+    else if (c == '\r')
+      s += "\\r";
+    else
+      s += static_cast<char>(c);
   }
   return s;
 }
@@ -49,10 +53,11 @@ void check_vectors(const std::string& name) {
   int passed = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
     auto ids = tokenizer->encode(texts[i], /*add_bos=*/false, /*parse_special=*/false);
-    if (ids == expected[i]) ++passed;
+    if (ids == expected[i])
+      ++passed;
     else
-      ADD_FAILURE() << name << " vector " << i << " text \"" << escaped(texts[i]) << "\"\n  expected: "
-                    << join(expected[i]) << "\n  got:      " << join(ids);
+      ADD_FAILURE() << name << " vector " << i << " text \"" << escaped(texts[i])
+                    << "\"\n  expected: " << join(expected[i]) << "\n  got:      " << join(ids);
   }
   std::printf("%s: %d/%zu vectors match (%s)\n", name.c_str(), passed, texts.size(), tokenizer->describe().c_str());
 }

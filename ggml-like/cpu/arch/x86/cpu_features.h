@@ -23,8 +23,8 @@ inline CpuFeatures cpu_features() {
   if (!(osxsave && avx)) return f;
   uint32_t xcr0_low, xcr0_high;
   __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
-  const bool os_ymm = (xcr0_low & 0x6) == 0x6;     // SSE and AVX state
-  const bool os_zmm = (xcr0_low & 0xe6) == 0xe6;   // and the opmask and upper ZMM state
+  const bool os_ymm = (xcr0_low & 0x6) == 0x6;    // SSE and AVX state
+  const bool os_zmm = (xcr0_low & 0xe6) == 0xe6;  // and the opmask and upper ZMM state
   if (!os_ymm || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return f;
   const bool avx2 = ebx & (1u << 5), bmi2 = ebx & (1u << 8);
   const bool avx512f = ebx & (1u << 16), avx512dq = ebx & (1u << 17), avx512bw = ebx & (1u << 30),

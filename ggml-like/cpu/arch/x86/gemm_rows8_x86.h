@@ -108,8 +108,8 @@ struct Bytes {
   // add up in 16 bits (30720) and are widened, times 256, once per block.
   static Sum add(Sum s, const Nibbles& w, const uint8_t* lo_l, const uint8_t* lo_h, const int8_t* hi_l,
                  const int8_t* hi_h) {
-    const __m256i lo = _mm256_add_epi16(_mm256_maddubs_epi16(broadcast4(lo_l), w.lo),
-                                        _mm256_maddubs_epi16(broadcast4(lo_h), w.hi));
+    const __m256i lo =
+        _mm256_add_epi16(_mm256_maddubs_epi16(broadcast4(lo_l), w.lo), _mm256_maddubs_epi16(broadcast4(lo_h), w.hi));
     s.lo = in_order(_mm256_add_epi32(s.lo, _mm256_madd_epi16(lo, _mm256_set1_epi16(1))));
     s.hi = in_order(_mm256_add_epi16(s.hi, _mm256_maddubs_epi16(w.lo, broadcast4(hi_l))));
     s.hi = in_order(_mm256_add_epi16(s.hi, _mm256_maddubs_epi16(w.hi, broadcast4(hi_h))));
@@ -133,7 +133,8 @@ struct Words {
   }
   // The same from a register of 32 signed bytes (quants computed, not loaded).
   static Weights widen(__m256i bytes) {
-    return {_mm256_cvtepi8_epi16(_mm256_castsi256_si128(bytes)), _mm256_cvtepi8_epi16(_mm256_extracti128_si256(bytes, 1))};
+    return {_mm256_cvtepi8_epi16(_mm256_castsi256_si128(bytes)),
+            _mm256_cvtepi8_epi16(_mm256_extracti128_si256(bytes, 1))};
   }
   using Sum = Weights;
   static Sum zero() { return {_mm256_setzero_si256(), _mm256_setzero_si256()}; }
@@ -150,9 +151,7 @@ struct Words {
 #endif
   }
   // Row r's two lanes added: VPHADDD gives rows 0 1 4 5 | 2 3 6 7, put back in order.
-  static __m256i total(Sum s) {
-    return _mm256_permute4x64_epi64(_mm256_hadd_epi32(s.rows03, s.rows47), 0xD8);
-  }
+  static __m256i total(Sum s) { return _mm256_permute4x64_epi64(_mm256_hadd_epi32(s.rows03, s.rows47), 0xD8); }
 };
 
 // Q6_K's quants (Q6_K_R8): per quad u of a 32-value sub-block, elements 4u..4u+3 (the first half

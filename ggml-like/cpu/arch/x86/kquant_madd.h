@@ -21,7 +21,9 @@ inline __m256i pair_sums_signed(__m256i w_s8, __m256i x_s8) {
 
 #if GGL_VNNI256
 // acc + pairs * scales, adjacent pairs summed into int32 lanes (VPDPWSSD).
-inline __m256i add_scaled(__m256i acc, __m256i pairs, __m256i scales16) { return vnni256::dpwssd(acc, pairs, scales16); }
+inline __m256i add_scaled(__m256i acc, __m256i pairs, __m256i scales16) {
+  return vnni256::dpwssd(acc, pairs, scales16);
+}
 // acc + the 32 byte products, 4 per int32 lane (VPDPBUSD).
 inline __m256i add_products(__m256i acc, __m256i w_u8, __m256i x_s8) { return vnni256::dpbusd(acc, w_u8, x_s8); }
 #else

@@ -25,10 +25,12 @@ struct Weights {
 };
 
 inline Weights widen_unsigned(__m256i bytes) {
-  return {_mm256_cvtepu8_epi16(_mm256_castsi256_si128(bytes)), _mm256_cvtepu8_epi16(_mm256_extracti128_si256(bytes, 1))};
+  return {_mm256_cvtepu8_epi16(_mm256_castsi256_si128(bytes)),
+          _mm256_cvtepu8_epi16(_mm256_extracti128_si256(bytes, 1))};
 }
 inline Weights widen_signed(__m256i bytes) {
-  return {_mm256_cvtepi8_epi16(_mm256_castsi256_si128(bytes)), _mm256_cvtepi8_epi16(_mm256_extracti128_si256(bytes, 1))};
+  return {_mm256_cvtepi8_epi16(_mm256_castsi256_si128(bytes)),
+          _mm256_cvtepi8_epi16(_mm256_extracti128_si256(bytes, 1))};
 }
 
 // (q - zero) * scale per 16 values: the types with a scale per 16 (Q3_K, Q6_K), q unsigned bytes.
@@ -56,8 +58,8 @@ inline __m256i sums(const UnsignedBytes& w, const int16_t* q, const int8_t* hi, 
 #if GGL_VNNI256
   // VPDPBUSD on bytes: the weights times the high bytes, shifted up 8 bits, plus the weights times
   // the low bytes; no widening of the weights (exact: 4 products of at most 31 * 255 per lane).
-  return vnni256::dpbusd(_mm256_slli_epi32(vnni256::dpbusd(_mm256_setzero_si256(), w.bytes, load32(hi)), 8),
-                         load32(lo), w.bytes);
+  return vnni256::dpbusd(_mm256_slli_epi32(vnni256::dpbusd(_mm256_setzero_si256(), w.bytes, load32(hi)), 8), load32(lo),
+                         w.bytes);
 #else
   return sums(widen_unsigned(w.bytes), q, hi, lo);
 #endif

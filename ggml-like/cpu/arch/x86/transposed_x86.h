@@ -63,7 +63,9 @@ inline void prepare(const uint8_t* d, size_t row_stride, size_t block_bytes, int
 struct Sums {
   __m256i v[4];
 };
-inline Sums zero() { return {{_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()}}; }
+inline Sums zero() {
+  return {{_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()}};
+}
 
 inline __m256i madd(__m256i sum, __m256i words, __m256i pair) {
 #if GGL_VNNI256
@@ -83,9 +85,10 @@ inline void add_pair(Sums& s, const uint8_t* q0, const uint8_t* q1, int32_t pair
   if constexpr (T == Type::Q4_0) {
     const __m256i nibble = _mm256_set1_epi32(0x000F000F);
     // Bytes 0..7 and 8..15 of both rows, one row in each 16-bit half of a lane.
-    const __m256i first = _mm256_or_si256(_mm256_cvtepu8_epi32(load8(q0)), _mm256_slli_epi32(_mm256_cvtepu8_epi32(load8(q1)), 16));
-    const __m256i second =
-        _mm256_or_si256(_mm256_cvtepu8_epi32(load8(q0 + 8)), _mm256_slli_epi32(_mm256_cvtepu8_epi32(load8(q1 + 8)), 16));
+    const __m256i first =
+        _mm256_or_si256(_mm256_cvtepu8_epi32(load8(q0)), _mm256_slli_epi32(_mm256_cvtepu8_epi32(load8(q1)), 16));
+    const __m256i second = _mm256_or_si256(_mm256_cvtepu8_epi32(load8(q0 + 8)),
+                                           _mm256_slli_epi32(_mm256_cvtepu8_epi32(load8(q1 + 8)), 16));
     s.v[0] = madd(s.v[0], _mm256_and_si256(first, nibble), pair);  // outputs 0..7: low nibbles
     s.v[1] = madd(s.v[1], _mm256_and_si256(second, nibble), pair);
     s.v[2] = madd(s.v[2], _mm256_and_si256(_mm256_srli_epi32(first, 4), nibble), pair);  // 16..23: high nibbles

@@ -71,8 +71,10 @@ inline void transpose_words(const uint8x16_t* r, int8x16_t* t) {
 // The 4 32-bit words of 4 rows (r[i]: row i), transposed: t[u] holds word u of rows 0..3.
 inline void transpose_dwords(const uint32x4_t* r, uint32x4_t* t) {
   // Rows 0, 1 (and 2, 3) interleaved a word at a time: a0, a2 hold words 0, 1; a1, a3 words 2, 3.
-  const uint64x2_t a0 = vreinterpretq_u64_u32(vzip1q_u32(r[0], r[1])), a1 = vreinterpretq_u64_u32(vzip2q_u32(r[0], r[1]));
-  const uint64x2_t a2 = vreinterpretq_u64_u32(vzip1q_u32(r[2], r[3])), a3 = vreinterpretq_u64_u32(vzip2q_u32(r[2], r[3]));
+  const uint64x2_t a0 = vreinterpretq_u64_u32(vzip1q_u32(r[0], r[1])),
+                   a1 = vreinterpretq_u64_u32(vzip2q_u32(r[0], r[1]));
+  const uint64x2_t a2 = vreinterpretq_u64_u32(vzip1q_u32(r[2], r[3])),
+                   a3 = vreinterpretq_u64_u32(vzip2q_u32(r[2], r[3]));
   t[0] = vreinterpretq_u32_u64(vzip1q_u64(a0, a2));
   t[1] = vreinterpretq_u32_u64(vzip2q_u64(a0, a2));
   t[2] = vreinterpretq_u32_u64(vzip1q_u64(a1, a3));

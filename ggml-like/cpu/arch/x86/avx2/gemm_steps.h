@@ -42,18 +42,19 @@ inline GroupRows group_rows(int64_t count, size_t row_stride) {
 // Lane r: the fp16 at `base + offset of row r` as a float; lanes past the group's rows are 0.
 // (Gathers 32 bits, so the two bytes after the fp16 must be readable: they are the rest of the block.)
 inline __m256 gather_f16(const uint8_t* base, const GroupRows& rows) {
-  const __m256i words = _mm256_and_si256(
-      _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), reinterpret_cast<const int*>(base), rows.offsets, rows.valid, 1),
-      _mm256_set1_epi32(0xFFFF));
+  const __m256i words =
+      _mm256_and_si256(_mm256_mask_i32gather_epi32(_mm256_setzero_si256(), reinterpret_cast<const int*>(base),
+                                                   rows.offsets, rows.valid, 1),
+                       _mm256_set1_epi32(0xFFFF));
   return _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1)));
 }
 
 // 16 bytes at offset `at` of 8 rows, two rows per vector: r[i] holds rows i and i + 4.
 inline void load_rows(const uint8_t* const* qs, size_t at, __m256i* r) {
   for (int i = 0; i < 4; ++i)
-    r[i] = _mm256_inserti128_si256(
-        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[i] + at))),
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[i + 4] + at)), 1);
+    r[i] =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[i] + at))),
+                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[i + 4] + at)), 1);
 }
 
 // The 8 words of 8 rows' 16 bytes (load_rows), transposed: the low half of t[p] holds word 2p of
@@ -153,7 +154,9 @@ struct Pairs {
       for (int j = 0; j < 8; ++j) store(out, 8 * half + j, v[j]);
     }
   }
-  static void store(uint8_t* out, int step, __m256i v) { _mm256_store_si256(reinterpret_cast<__m256i*>(out + step * 32), v); }
+  static void store(uint8_t* out, int step, __m256i v) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out + step * 32), v);
+  }
 };
 
 // Quads of bytes (8-bit activations, unsigned 4-bit weights): VPMADDUBSW forms pairs of byte

@@ -57,8 +57,8 @@ GGL_AVX512_UNDEFINED_END
 // Elements per interleave_pairs call; out[2e] = a[e], out[2e + 1] = b[e] for e < kInterleave.
 inline constexpr int64_t kInterleave = 32;
 inline void interleave_pairs(const int16_t* a, const int16_t* b, int16_t* out) {
-  alignas(64) static constexpr int16_t kLow[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
-                                                   8,  40, 9,  41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  alignas(64) static constexpr int16_t kLow[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                                   8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
   const __m512i low = _mm512_load_si512(kLow), high = _mm512_add_epi16(low, _mm512_set1_epi16(16));
   const __m512i x = _mm512_loadu_si512(a), y = _mm512_loadu_si512(b);
   _mm512_storeu_si512(out, _mm512_permutex2var_epi16(x, low, y));

@@ -30,9 +30,7 @@ inline Ints widen_u8(const uint8_t* p) { return Ints(_mm512_cvtepu8_epi32(load16
 inline Ints widen_s8(const int8_t* p) { return Ints(_mm512_cvtepi8_epi32(load16(p))); }
 inline Ints widen_u16(const uint16_t* p) { return Ints(_mm512_cvtepu16_epi32(load32(p))); }
 inline Floats widen_f16(const uint16_t* p) { return Floats(_mm512_cvtph_ps(load32(p))); }
-inline Floats broadcast_f16(uint16_t h) {
-  return Floats(_mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(h))));
-}
+inline Floats broadcast_f16(uint16_t h) { return Floats(_mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(h)))); }
 // table[index & 15] per lane: vpermps reads only the low 4 bits of each index.
 inline Floats lookup16(Table16 table, Ints index) { return Floats(_mm512_permutexvar_ps(index, table)); }
 GGL_AVX512_UNDEFINED_END

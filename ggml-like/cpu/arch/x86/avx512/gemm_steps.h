@@ -121,12 +121,12 @@ struct Pairs {
         hi = _mm512_sub_epi8(hi, eight);
       }
       const int j = 2 * p;  // pairs j, j + 1 (low nibbles) and j + 8, j + 9 (high nibbles)
-GGL_AVX512_UNDEFINED_BEGIN
+      GGL_AVX512_UNDEFINED_BEGIN
       _mm512_store_si512(out + j * 64, widen(_mm512_castsi512_si256(lo)));
       _mm512_store_si512(out + (j + 1) * 64, widen(_mm512_extracti64x4_epi64(lo, 1)));
       _mm512_store_si512(out + (j + 8) * 64, widen(_mm512_castsi512_si256(hi)));
       _mm512_store_si512(out + (j + 9) * 64, widen(_mm512_extracti64x4_epi64(hi, 1)));
-GGL_AVX512_UNDEFINED_END
+      GGL_AVX512_UNDEFINED_END
     }
   }
   // The 16 pair vectors of one lane group from 16 rows' 32 signed bytes (Q8_0).
@@ -191,8 +191,8 @@ struct PairRows {
   // 8 lane sums of the block's 32 products: `w` unsigned (4-bit quants) or signed (Q8_0); the
   // block's activations as int16 q, high bytes hi and low bytes lo.
   static __m256i sums(Weights w, const int16_t*, const int8_t* hi, const uint8_t* lo) {
-    return _mm256_dpbusd_epi32(_mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), w, load(hi)), 8),
-                               load(lo), w);
+    return _mm256_dpbusd_epi32(_mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), w, load(hi)), 8), load(lo),
+                               w);
   }
   static __m256i signed_sums(Weights w, const int16_t*, const int8_t* hi, const uint8_t* lo) {
     const __m256i w_unsigned = _mm256_xor_si256(w, _mm256_set1_epi8(static_cast<char>(0x80)));
