@@ -54,8 +54,8 @@ test: all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # The aarch64 cross build (cmake/aarch64-linux-gnu.cmake) in $(BUILD_AARCH64), and the test
-# suites whose results can differ by architecture under qemu-aarch64, one emulator start per
-# suite: the kernels and their dispatch, fp16, the quantizers (byte-exact; the compiler may fuse
+# suites whose results can differ by architecture under qemu-aarch64, two emulator starts (shards)
+# per suite: the kernels and their dispatch, fp16, the quantizers (byte-exact; the compiler may fuse
 # their float arithmetic differently), the graph ops, the forward fixtures (each once;
 # tests/CMakeLists.txt LATTE_EMULATED_TESTS), the tokenizers (char is unsigned on aarch64).
 # `make test-aarch64 AARCH64_SUITES="..."` picks others (the GGUF reader's are byte I/O).
@@ -68,7 +68,7 @@ test-aarch64:
 	@test -f $(BUILD_AARCH64)/CMakeCache.txt || \
 	  cmake -S . -B $(BUILD_AARCH64) -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake $(CMAKE_FLAGS)
 	cmake --build $(BUILD_AARCH64) -j $(JOBS) --target latte $(AARCH64_SUITES)
-	cd $(BUILD_AARCH64) && ctest --output-on-failure -j $(JOBS) -R '^($(subst $(space),|,$(strip $(AARCH64_SUITES))))$$'
+	cd $(BUILD_AARCH64) && ctest --output-on-failure -j $(JOBS) -R '^($(subst $(space),|,$(strip $(AARCH64_SUITES))))_shard[0-9]$$'
 
 clean:
 	rm -rf $(BUILD) $(BUILD_AARCH64)
