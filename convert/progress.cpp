@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 
 namespace latte::convert {
@@ -37,7 +38,7 @@ void Progress::draw(const std::string& name) {
   const double frac = total_bytes_ ? static_cast<double>(done_bytes_) / static_cast<double>(total_bytes_) : 1.0;
   std::string eta = "--:--";
   if (frac > 0.0 && frac < 1.0) {
-    const int left = static_cast<int>(t / frac - t + 0.5);
+    const int left = static_cast<int>(std::lround(t / frac - t));
     eta = fmt::format("{}:{:02d}", left / 60, left % 60);
   } else if (frac >= 1.0) {
     eta = "0:00";
