@@ -3,12 +3,12 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
 
 #include "ggml-like/core/error.h"
+#include "src/runtime/stopwatch.h"
 
 namespace latte::bench {
 namespace {
@@ -35,13 +35,13 @@ Bandwidth measure_read_bandwidth(int threads, size_t buffer_bytes, int passes) {
   double best = 1e30;
   uint64_t sink = 0;
   for (int p = 0; p < passes; ++p) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const Stopwatch pass_time;
     uint64_t total = 0;
     // An integer sum: associative, so the compiler vectorises it and each core streams at the
     // rate its loads allow; the result is used so the reads cannot be dropped.
 #pragma omp parallel for schedule(static) num_threads(threads) reduction(+ : total)
     for (size_t i = 0; i < n; ++i) total += data[i];
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double s = pass_time.seconds();
     best = std::min(best, s);
     sink += total;
   }

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -13,11 +12,10 @@
 
 #include "ggml-like/cpu/cpu_backend.h"
 #include "ggml-like/core/error.h"
+#include "src/runtime/stopwatch.h"
 
 namespace latte::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // The process's page faults so far that had to read from disk.
 int64_t major_page_faults() {
@@ -25,8 +23,6 @@ int64_t major_page_faults() {
   getrusage(RUSAGE_SELF, &usage);
   return usage.ru_majflt;
 }
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 double mean(const std::vector<double>& v) {
   return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
@@ -50,13 +46,13 @@ std::vector<int32_t> random_tokens(std::mt19937_64& rng, int64_t n_vocab, int64_
 // One timed (or warm-up) run of a test, starting from `depth` cached tokens.
 double run_once(Session& s, const BenchTest& t, const std::vector<int32_t>& tokens) {
   s.truncate(t.n_depth);
-  const auto start = Clock::now();
+  const Stopwatch elapsed;
   if (t.is_generation()) {
     for (int32_t id : tokens) s.eval({&id, 1}, Logits::kLast);
   } else {
     s.eval(tokens, Logits::kLast);
   }
-  return seconds_since(start);
+  return elapsed.seconds();
 }
 
 }  // namespace

@@ -3,16 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 
 #include "ggml-like/core/error.h"
 #include "src/runtime/cache_shift.h"
+#include "src/runtime/stopwatch.h"
 
 namespace latte {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
   return static_cast<size_t>(
@@ -85,7 +82,7 @@ void ChatSession::prime_sampler(const std::vector<int32_t>& context) {
 TurnStats ChatSession::respond(std::string user_text, const std::atomic<bool>* stop, const TextFn& on_text,
                                const TextFn& on_note) {
   TurnStats stats;
-  const auto prompt_start = Clock::now();
+  const Stopwatch prompt_time;
   conversation_.add_user(std::move(user_text));
   conversation_.start_reply();
   const int64_t n_ctx = session_.n_ctx();
@@ -104,10 +101,10 @@ TurnStats ChatSession::respond(std::string user_text, const std::atomic<bool>* s
   const std::vector<int32_t> context = conversation_.tokens();
   std::vector<float> logits = sync(context, &stats.evaluated);
   stats.reused = static_cast<int64_t>(context.size()) - stats.evaluated;
-  stats.prompt_seconds = seconds_since(prompt_start);
+  stats.prompt_seconds = prompt_time.seconds();
 
   prime_sampler(context);
-  const auto reply_start = Clock::now();
+  const Stopwatch reply_time;
   StreamDecoder decoder(tokenizer_, {.render_special = false, .strip_leading_space = false});
   int64_t budget = options_.n_predict;
   std::string text;
@@ -135,7 +132,7 @@ TurnStats ChatSession::respond(std::string user_text, const std::atomic<bool>* s
     logits = sync(conversation_.tokens(), &stats.reevaluated);
   }
   conversation_.end_reply(/*trim_leading_space=*/&conversation_.chat_template() != &ChatTemplate::plain());
-  stats.reply_seconds = seconds_since(reply_start);
+  stats.reply_seconds = reply_time.seconds();
 
   last_ = stats;
   ++turns_;

@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <chrono>
 #include <cstdio>
 
 #include "ggml-like/core/error.h"
@@ -17,15 +16,12 @@
 #include "src/cli/flags/session_flags.h"
 #include "src/cli/text_input.h"
 #include "src/generate/generate.h"
+#include "src/runtime/stopwatch.h"
 #include "src/cli/flags/sampling_flags.h"
 #include "src/tokenizer/tokenizer.h"
 
 namespace latte::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Streams text to stdout and remembers how it ended, so the output can be closed with a newline
 // (the stderr summary then starts on a line of its own when both go to one pipe or file).
@@ -78,13 +74,13 @@ int cmd_run(int argc, char** argv) {
   prompt = f->count() ? without_final_newline(read_text_file(prompt_file, "prompt file")) : prompt_flags.text(prompt);
   const SessionOptions session_options = session_flags.options();
 
-  const auto load_start = Clock::now();
+  const Stopwatch load_time;
   if (model_path.empty()) model_path = default_model_path();
   const Model model(model_path, session_flags.model_options());
   const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model.file());
   Session session(model, session_options);
   Sampler sampler(sampling);
-  const double load_seconds = seconds_since(load_start);
+  const double load_seconds = load_time.seconds();
   session_flags.warn_beyond_training(model.hparams(), session.n_ctx());
   session_flags.note_offload(session);
 
@@ -104,9 +100,9 @@ int cmd_run(int argc, char** argv) {
   }
   for (int32_t t : prompt_tokens) sampler.accept(t);
 
-  const auto prompt_start = Clock::now();
+  const Stopwatch prompt_time;
   std::vector<float> logits = session.eval(prompt_tokens, Logits::kLast);
-  const double prompt_seconds = seconds_since(prompt_start);
+  const double prompt_seconds = prompt_time.seconds();
 
   GenerateOptions options;
   options.max_tokens = n_predict;
@@ -115,10 +111,10 @@ int cmd_run(int argc, char** argv) {
   // With --echo the decoder has seen the prompt; otherwise the continuation is a fresh stream
   // whose first piece keeps its leading space (it follows the prompt's text).
   StreamDecoder continuation(*tokenizer, {.render_special = false, .strip_leading_space = false});
-  const auto generate_start = Clock::now();
+  const Stopwatch generate_time;
   GenerateResult result =
       generate(session, sampler, *tokenizer, echo ? decoder : continuation, std::move(logits), options, write_out);
-  const double generate_seconds = seconds_since(generate_start);
+  const double generate_seconds = generate_time.seconds();
   out.finish_line();
 
   const auto generated = static_cast<int64_t>(result.tokens.size());
