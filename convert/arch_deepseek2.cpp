@@ -168,25 +168,19 @@ ModelPlan plan_deepseek2(const JsonObject& cfg, const SafetensorsCheckpoint& ckp
     out.push_back(plan_copy("output.weight", ck.take("lm_head.weight", {n_vocab, n_embd})));
 
   for (int64_t il = 0; il < n_layer; ++il) {
-    out.push_back(plan_copy(gguf_block_name(il, "attn_norm.weight"),
-                            ck.take(hf_layer_name(il, "input_layernorm.weight"), {n_embd})));
+    out.push_back(plan_layer_copy(ck, il, "attn_norm.weight", "input_layernorm.weight", {n_embd}));
     if (q_lora) {
-      out.push_back(plan_copy(gguf_block_name(il, "attn_q_a.weight"),
-                              ck.take(hf_layer_name(il, "self_attn.q_a_proj.weight"), {*q_lora, n_embd})));
-      out.push_back(plan_copy(gguf_block_name(il, "attn_q_a_norm.weight"),
-                              ck.take(hf_layer_name(il, "self_attn.q_a_layernorm.weight"), {*q_lora})));
+      out.push_back(plan_layer_copy(ck, il, "attn_q_a.weight", "self_attn.q_a_proj.weight", {*q_lora, n_embd}));
+      out.push_back(plan_layer_copy(ck, il, "attn_q_a_norm.weight", "self_attn.q_a_layernorm.weight", {*q_lora}));
       out.push_back(
-          plan_copy(gguf_block_name(il, "attn_q_b.weight"),
-                    ck.take(hf_layer_name(il, "self_attn.q_b_proj.weight"), {n_head * (nope + rope), *q_lora})));
+          plan_layer_copy(ck, il, "attn_q_b.weight", "self_attn.q_b_proj.weight", {n_head * (nope + rope), *q_lora}));
     } else {
-      out.push_back(plan_copy(gguf_block_name(il, "attn_q.weight"),
-                              ck.take(hf_layer_name(il, "self_attn.q_proj.weight"), {n_head * (nope + rope), n_embd})));
+      out.push_back(
+          plan_layer_copy(ck, il, "attn_q.weight", "self_attn.q_proj.weight", {n_head * (nope + rope), n_embd}));
     }
-    out.push_back(
-        plan_copy(gguf_block_name(il, "attn_kv_a_mqa.weight"),
-                  ck.take(hf_layer_name(il, "self_attn.kv_a_proj_with_mqa.weight"), {kv_lora + rope, n_embd})));
-    out.push_back(plan_copy(gguf_block_name(il, "attn_kv_a_norm.weight"),
-                            ck.take(hf_layer_name(il, "self_attn.kv_a_layernorm.weight"), {kv_lora})));
+    out.push_back(plan_layer_copy(ck, il, "attn_kv_a_mqa.weight", "self_attn.kv_a_proj_with_mqa.weight",
+                                  {kv_lora + rope, n_embd}));
+    out.push_back(plan_layer_copy(ck, il, "attn_kv_a_norm.weight", "self_attn.kv_a_layernorm.weight", {kv_lora}));
     const StTensor& kv_b = ck.take(hf_layer_name(il, "self_attn.kv_b_proj.weight"), {n_head * (nope + v_dim), kv_lora});
     if (split_kv_b) {
       out.push_back(plan_kv_b_to_k_b(gguf_block_name(il, "attn_k_b.weight"), kv_b, n_head, nope, v_dim));
@@ -194,22 +188,14 @@ ModelPlan plan_deepseek2(const JsonObject& cfg, const SafetensorsCheckpoint& ckp
     } else {
       out.push_back(plan_copy(gguf_block_name(il, "attn_kv_b.weight"), kv_b));
     }
-    out.push_back(plan_copy(gguf_block_name(il, "attn_output.weight"),
-                            ck.take(hf_layer_name(il, "self_attn.o_proj.weight"), {n_embd, n_head * v_dim})));
-    out.push_back(plan_copy(gguf_block_name(il, "ffn_norm.weight"),
-                            ck.take(hf_layer_name(il, "post_attention_layernorm.weight"), {n_embd})));
+    out.push_back(plan_layer_copy(ck, il, "attn_output.weight", "self_attn.o_proj.weight", {n_embd, n_head * v_dim}));
+    out.push_back(plan_layer_copy(ck, il, "ffn_norm.weight", "post_attention_layernorm.weight", {n_embd}));
 
     if (!moe || il < n_dense) {
-      out.push_back(plan_copy(gguf_block_name(il, "ffn_gate.weight"),
-                              ck.take(hf_layer_name(il, "mlp.gate_proj.weight"), {n_ff, n_embd})));
-      out.push_back(plan_copy(gguf_block_name(il, "ffn_up.weight"),
-                              ck.take(hf_layer_name(il, "mlp.up_proj.weight"), {n_ff, n_embd})));
-      out.push_back(plan_copy(gguf_block_name(il, "ffn_down.weight"),
-                              ck.take(hf_layer_name(il, "mlp.down_proj.weight"), {n_embd, n_ff})));
+      plan_dense_ffn(ck, il, n_ff, n_embd, out);
       continue;
     }
-    out.push_back(plan_copy(gguf_block_name(il, "ffn_gate_inp.weight"),
-                            ck.take(hf_layer_name(il, "mlp.gate.weight"), {n_expert, n_embd})));
+    out.push_back(plan_layer_copy(ck, il, "ffn_gate_inp.weight", "mlp.gate.weight", {n_expert, n_embd}));
     // V3's aux-loss-free balancing adds a per-expert bias used only for choosing experts.
     const std::string bias = hf_layer_name(il, "mlp.gate.e_score_correction_bias");
     if (ck.has(bias) || cfg.opt_string("topk_method") == std::optional<std::string>("noaux_tc"))
@@ -224,12 +210,12 @@ ModelPlan plan_deepseek2(const JsonObject& cfg, const SafetensorsCheckpoint& ckp
     }
     if (n_shared > 0) {
       const int64_t sh_ff = moe_ff * n_shared;
-      out.push_back(plan_copy(gguf_block_name(il, "ffn_gate_shexp.weight"),
-                              ck.take(hf_layer_name(il, "mlp.shared_experts.gate_proj.weight"), {sh_ff, n_embd})));
-      out.push_back(plan_copy(gguf_block_name(il, "ffn_up_shexp.weight"),
-                              ck.take(hf_layer_name(il, "mlp.shared_experts.up_proj.weight"), {sh_ff, n_embd})));
-      out.push_back(plan_copy(gguf_block_name(il, "ffn_down_shexp.weight"),
-                              ck.take(hf_layer_name(il, "mlp.shared_experts.down_proj.weight"), {n_embd, sh_ff})));
+      out.push_back(
+          plan_layer_copy(ck, il, "ffn_gate_shexp.weight", "mlp.shared_experts.gate_proj.weight", {sh_ff, n_embd}));
+      out.push_back(
+          plan_layer_copy(ck, il, "ffn_up_shexp.weight", "mlp.shared_experts.up_proj.weight", {sh_ff, n_embd}));
+      out.push_back(
+          plan_layer_copy(ck, il, "ffn_down_shexp.weight", "mlp.shared_experts.down_proj.weight", {n_embd, sh_ff}));
     }
   }
 

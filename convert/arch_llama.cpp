@@ -66,25 +66,16 @@ ModelPlan plan_llama(const JsonObject& cfg, const SafetensorsCheckpoint& ckpt, c
   else if (ck.has("lm_head.weight"))
     ck.skip("lm_head.weight");
   for (int64_t il = 0; il < n_layer; ++il) {
-    out.push_back(plan_copy(gguf_block_name(il, "attn_norm.weight"),
-                            ck.take(hf_layer_name(il, "input_layernorm.weight"), {n_embd})));
+    out.push_back(plan_layer_copy(ck, il, "attn_norm.weight", "input_layernorm.weight", {n_embd}));
     out.push_back(plan_rope_permuted(gguf_block_name(il, "attn_q.weight"),
                                      ck.take(hf_layer_name(il, "self_attn.q_proj.weight"), {q_rows, n_embd}), n_head));
     out.push_back(plan_rope_permuted(gguf_block_name(il, "attn_k.weight"),
                                      ck.take(hf_layer_name(il, "self_attn.k_proj.weight"), {kv_rows, n_embd}),
                                      n_head_kv));
-    out.push_back(plan_copy(gguf_block_name(il, "attn_v.weight"),
-                            ck.take(hf_layer_name(il, "self_attn.v_proj.weight"), {kv_rows, n_embd})));
-    out.push_back(plan_copy(gguf_block_name(il, "attn_output.weight"),
-                            ck.take(hf_layer_name(il, "self_attn.o_proj.weight"), {n_embd, q_rows})));
-    out.push_back(plan_copy(gguf_block_name(il, "ffn_norm.weight"),
-                            ck.take(hf_layer_name(il, "post_attention_layernorm.weight"), {n_embd})));
-    out.push_back(plan_copy(gguf_block_name(il, "ffn_gate.weight"),
-                            ck.take(hf_layer_name(il, "mlp.gate_proj.weight"), {n_ff, n_embd})));
-    out.push_back(plan_copy(gguf_block_name(il, "ffn_up.weight"),
-                            ck.take(hf_layer_name(il, "mlp.up_proj.weight"), {n_ff, n_embd})));
-    out.push_back(plan_copy(gguf_block_name(il, "ffn_down.weight"),
-                            ck.take(hf_layer_name(il, "mlp.down_proj.weight"), {n_embd, n_ff})));
+    out.push_back(plan_layer_copy(ck, il, "attn_v.weight", "self_attn.v_proj.weight", {kv_rows, n_embd}));
+    out.push_back(plan_layer_copy(ck, il, "attn_output.weight", "self_attn.o_proj.weight", {n_embd, q_rows}));
+    out.push_back(plan_layer_copy(ck, il, "ffn_norm.weight", "post_attention_layernorm.weight", {n_embd}));
+    plan_dense_ffn(ck, il, n_ff, n_embd, out);
   }
   for (const StTensor* t : ckpt.all())
     if (t->name.ends_with("rotary_emb.inv_freq")) ck.skip(t->name);

@@ -27,6 +27,17 @@ int64_t positive_int(const JsonObject& config, const std::string& key) {
 std::string hf_layer_name(int64_t il, const char* rest) { return fmt::format("model.layers.{}.{}", il, rest); }
 std::string gguf_block_name(int64_t il, const char* rest) { return fmt::format("blk.{}.{}", il, rest); }
 
+PlannedTensor plan_layer_copy(CheckpointTensors& ck, int64_t il, const char* gguf, const char* hf,
+                              const std::vector<int64_t>& shape) {
+  return plan_copy(gguf_block_name(il, gguf), ck.take(hf_layer_name(il, hf), shape));
+}
+
+void plan_dense_ffn(CheckpointTensors& ck, int64_t il, int64_t n_ff, int64_t n_embd, std::vector<PlannedTensor>& out) {
+  out.push_back(plan_layer_copy(ck, il, "ffn_gate.weight", "mlp.gate_proj.weight", {n_ff, n_embd}));
+  out.push_back(plan_layer_copy(ck, il, "ffn_up.weight", "mlp.up_proj.weight", {n_ff, n_embd}));
+  out.push_back(plan_layer_copy(ck, il, "ffn_down.weight", "mlp.down_proj.weight", {n_embd, n_ff}));
+}
+
 ModelPlan plan_model(const JsonObject& config, const SafetensorsCheckpoint& ckpt, const PlanOptions& opts) {
   std::string supported;
   for (const Family& f : kFamilies) supported += (supported.empty() ? "" : ", ") + std::string(f.hf_architecture);

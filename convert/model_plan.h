@@ -42,6 +42,12 @@ int64_t positive_int(const JsonObject& config, const std::string& key);
 // "model.layers.<il>.<rest>" (Hugging Face) and "blk.<il>.<rest>" (GGUF) tensor names.
 std::string hf_layer_name(int64_t il, const char* rest);
 std::string gguf_block_name(int64_t il, const char* rest);
+// Layer il's tensor `hf` (model.layers.<il>.<hf>, of the given HF shape) copied as blk.<il>.<gguf>.
+PlannedTensor plan_layer_copy(CheckpointTensors& ck, int64_t il, const char* gguf, const char* hf,
+                              const std::vector<int64_t>& shape);
+// Layer il's dense SwiGLU feed-forward (mlp.gate_proj / up_proj / down_proj), Llama's and
+// DeepSeek's first layers': ffn_gate, ffn_up, ffn_down.
+void plan_dense_ffn(CheckpointTensors& ck, int64_t il, int64_t n_ff, int64_t n_embd, std::vector<PlannedTensor>& out);
 
 // Typed metadata setters (GGUF stores these hyperparameters as u32 / f32 / bool / string).
 void put_u32(ggl::Metadata& md, std::string key, int64_t v);
