@@ -253,18 +253,30 @@ TEST(ConvertStories, TokenizerMatchesReferenceOnVocabTestTexts) {
   EXPECT_GT(n, 0u);
 }
 
+// A one-layer Llama config.json of 32-wide vectors, for checkpoints made on the spot.
+json tiny_llama_config() {
+  return {{"architectures", {"LlamaForCausalLM"}},
+          {"vocab_size", 32},
+          {"hidden_size", 32},
+          {"intermediate_size", 64},
+          {"num_hidden_layers", 1},
+          {"num_attention_heads", 2},
+          {"num_key_value_heads", 2},
+          {"max_position_embeddings", 64},
+          {"rms_norm_eps", 1e-5}};
+}
+
 // Streaming: converting a 150 MB checkpoint holds about one output tensor (here at most 4 MiB)
 // plus the program itself, far less than the checkpoint.
 TEST(ConvertStreaming, PeakMemoryStaysFarBelowCheckpointSize) {
-  json config = {{"architectures", {"LlamaForCausalLM"}},
-                 {"vocab_size", 2048},
+  json config = tiny_llama_config();
+  config.update({{"vocab_size", 2048},
                  {"hidden_size", 512},
                  {"intermediate_size", 1024},
                  {"num_hidden_layers", 14},
                  {"num_attention_heads", 8},
                  {"num_key_value_heads", 8},
-                 {"max_position_embeddings", 256},
-                 {"rms_norm_eps", 1e-5}};
+                 {"max_position_embeddings", 256}});
   const fs::path dir = fresh_dir("big") / "llama-150mb";
   {
     HfWeights w = random_llama(config, 11);
@@ -370,15 +382,7 @@ TEST(ConvertErrors, ShapeMismatchWithConfig) {
 }
 
 TEST(ConvertErrors, UnsupportedDtype) {
-  json config = {{"architectures", {"LlamaForCausalLM"}},
-                 {"vocab_size", 32},
-                 {"hidden_size", 32},
-                 {"intermediate_size", 64},
-                 {"num_hidden_layers", 1},
-                 {"num_attention_heads", 2},
-                 {"num_key_value_heads", 2},
-                 {"max_position_embeddings", 64},
-                 {"rms_norm_eps", 1e-5}};
+  const json config = tiny_llama_config();
   HfWeights w = random_llama(config, 3);
   fs::path dir = fresh_dir("dtype") / "llama-int";
   write_checkpoint(dir, config, w, Dtype::F32);
@@ -397,15 +401,7 @@ TEST(ConvertErrors, UnsupportedDtype) {
 }
 
 TEST(ConvertErrors, UnexpectedTensor) {
-  json config = {{"architectures", {"LlamaForCausalLM"}},
-                 {"vocab_size", 32},
-                 {"hidden_size", 32},
-                 {"intermediate_size", 64},
-                 {"num_hidden_layers", 1},
-                 {"num_attention_heads", 2},
-                 {"num_key_value_heads", 2},
-                 {"max_position_embeddings", 64},
-                 {"rms_norm_eps", 1e-5}};
+  const json config = tiny_llama_config();
   HfWeights w = random_llama(config, 3);
   Rng rng(1);
   w.add("model.layers.0.self_attn.q_proj.bias", random_vector(rng, 32, 0, 1));
