@@ -5,6 +5,8 @@
 #include <map>
 #include <sstream>
 
+#include "convert/text.h"
+
 namespace latte::convert {
 namespace {
 
@@ -62,9 +64,6 @@ void collect_pre_tokenizer(const json& p, PreTokenizerShape& shape, const std::s
   }
 }
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
 std::string describe_splits(const PreTokenizerShape& shape) {
   std::string s;
   for (const std::string& r : shape.splits) {
@@ -83,7 +82,7 @@ std::optional<std::string> token_content(const json& v) {
 
 bool is_byte_token(const std::string& t) {
   auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F') || (c >= 'a' && c <= 'f'); };
-  return t.size() == 6 && starts_with(t, "<0x") && hex(t[3]) && hex(t[4]) && t[5] == '>';
+  return t.size() == 6 && t.starts_with("<0x") && hex(t[3]) && hex(t[4]) && t[5] == '>';
 }
 
 ggl::Value string_array(const std::vector<std::string>& v) {
@@ -169,9 +168,9 @@ std::string identify_pre_tokenizer(const json& tj, const std::string& source) {
   const auto& s = shape.splits;
   if (s.empty() && shape.byte_level && shape.byte_level_regex) return "gpt-2";
   if (s.size() == 1 &&
-      starts_with(s[0], "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+"))
+      s[0].starts_with("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+"))
     return "llama-bpe";
-  if (s.size() == 6 && s[0] == "[\\r\\n]" && starts_with(s[1], "\\s?[A-Za-zµÀ-ÖØ-öø-ƺ") &&
+  if (s.size() == 6 && s[0] == "[\\r\\n]" && s[1].starts_with("\\s?[A-Za-zµÀ-ÖØ-öø-ƺ") &&
       s[2] == "\\s?[!-/:-~！-／：-～‘-‟　-。]+" && s[3] == "\\s+$" && s[4] == "[一-龥ࠀ-一가-퟿]+" &&
       s[5] == "\\p{N}+")
     return "deepseek-llm";

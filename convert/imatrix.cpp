@@ -10,10 +10,6 @@
 namespace latte::convert {
 namespace {
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && std::string_view(s).substr(s.size() - suffix.size()) == suffix;
-}
-
 std::vector<char> read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) ggl::fail("{}: cannot open the importance matrix ({})", path, std::strerror(errno));
@@ -103,7 +99,7 @@ ImportanceMatrix ImportanceMatrix::load_gguf(const std::string& path) {
   }
   m.chunks_ = md.get_or<int64_t>("imatrix.chunk_count", 0);
   for (const ggl::TensorInfo& sums : f.tensors()) {
-    if (!ends_with(sums.name, ".in_sum2")) continue;
+    if (!sums.name.ends_with(".in_sum2")) continue;
     const std::string name = sums.name.substr(0, sums.name.size() - std::strlen(".in_sum2"));
     const ggl::TensorInfo* counts = f.find_tensor(name + ".counts");
     if (!counts) ggl::fail("{}: importance matrix has {}.in_sum2 but no {}.counts", path, name, name);
@@ -122,7 +118,7 @@ ImportanceMatrix ImportanceMatrix::load_gguf(const std::string& path) {
     m.entries_.emplace(name, std::move(v));
   }
   for (const ggl::TensorInfo& t : f.tensors())
-    if (ends_with(t.name, ".counts") && !f.find_tensor(t.name.substr(0, t.name.size() - 7) + ".in_sum2"))
+    if (t.name.ends_with(".counts") && !f.find_tensor(t.name.substr(0, t.name.size() - 7) + ".in_sum2"))
       ggl::fail("{}: importance matrix has {} but no matching .in_sum2", path, t.name);
   if (m.entries_.empty())
     ggl::fail("{}: not an importance matrix (no <tensor>.in_sum2 / <tensor>.counts tensors)", path);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "convert/text.h"
 #include "ggml-like/core/error.h"
 
 namespace latte::convert {
@@ -54,11 +55,6 @@ std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
 // The N of "blk.N.", or -1.
@@ -281,7 +277,7 @@ bool keeps_f32(std::string_view name, const std::vector<int64_t>& ne) {
   for (size_t i = 0; i < ne.size(); ++i)
     if (ne[i] > 1) n_dims = static_cast<int>(i) + 1;
   // The router is tiny and its logits pick the experts: quantizing it changes which experts run.
-  return n_dims <= 1 || ends_with(name, "ffn_gate_inp.weight");
+  return n_dims <= 1 || name.ends_with("ffn_gate_inp.weight");
 }
 
 std::vector<TensorTypeChoice> choose_tensor_types(const FileType& ft, const RecipeModel& model,
