@@ -60,9 +60,13 @@ Projections project_queries(const ForwardContext& c, const LayerWeights& l, ggl:
   return p;
 }
 
-// Computes this batch's latents and rope keys and writes them into cache rows n_past...
-void write_latents(const ForwardContext& c, const LayerWeights& l, ggl::Tensor* x, ggl::Tensor* cache,
-                   const MlaRope& rope) {
+struct Latents {
+  ggl::Tensor* latent;  // [kv_lora, T] normalised
+  ggl::Tensor* k_pe;    // [rope, 1, T] rotated
+};
+
+// The step's latents and rope keys.
+Latents latents(const ForwardContext& c, const LayerWeights& l, ggl::Tensor* x, const MlaRope& rope) {
   ggl::Graph& g = c.g;
   const MlaConfig& m = c.hp.mla;
   const int64_t T = c.n_tokens;
@@ -72,29 +76,38 @@ void write_latents(const ForwardContext& c, const LayerWeights& l, ggl::Tensor* 
                              l.wkv_a_norm, c.hp.rms_eps);
   ggl::Tensor* k_pe =
       g.rope(g.view(kv, {m.qk_rope, 1, T, 1}, {kv->nb[0], kvrow, kvrow, kvrow * T}, m.kv_lora_rank * sizeof(float)),
-             c.positions, rope.params);  // [rope, 1, T]
+             c.positions, rope.params);
+  return {latent, k_pe};
+}
 
-  const size_t row = cache->nb[1], at = static_cast<size_t>(c.batch.n_past) * row;
+// Writes a part's latents and rope keys into its cache rows n_past...
+void write_latents(const ForwardContext& c, const SequencePart& s, const Latents& all, ggl::Tensor* cache) {
+  ggl::Graph& g = c.g;
+  const MlaConfig& m = c.hp.mla;
+  const int64_t T = s.n_tokens;
+  ggl::Tensor* latent = part_columns(c, all.latent, s, 1);
+  ggl::Tensor* k_pe = part_columns(c, all.k_pe, s, 2);
+  const size_t row = cache->nb[1], at = static_cast<size_t>(s.n_past) * row;
   const size_t pe_offset = ggl::row_bytes(cache->type, m.kv_lora_rank);
   g.copy(latent, g.view(cache, {m.kv_lora_rank, T, 1, 1}, {cache->nb[0], row, row * T, row * T}, at));
   g.copy(g.reshape(k_pe, {m.qk_rope, T, 1, 1}),
          g.view(cache, {m.qk_rope, T, 1, 1}, {cache->nb[0], row, row * T, row * T}, at + pe_offset));
 }
 
-ggl::Tensor* attend_absorbed(const ForwardContext& c, const LayerWeights& l, const Projections& p, ggl::Tensor* cache,
-                             const MlaRope& rope) {
+ggl::Tensor* attend_absorbed(const ForwardContext& c, const SequencePart& s, const LayerWeights& l,
+                             const Projections& p, ggl::Tensor* cache, const MlaRope& rope) {
   ggl::Graph& g = c.g;
   const MlaConfig& m = c.hp.mla;
-  const int64_t H = c.hp.n_head, T = c.n_tokens, L = m.kv_lora_rank;
-  ggl::Tensor* q_nope = g.permute(p.q_nope, 0, 2, 1, 3);              // [nope, T, H]
-  ggl::Tensor* q_abs = l.wk_b ? g.mul_mat(weight(g, l.wk_b), q_nope)  // [L, T, H]
+  const int64_t H = c.hp.n_head, T = s.n_tokens, L = m.kv_lora_rank, N = s.n_kv();
+  ggl::Tensor* q_nope = g.permute(part_columns(c, p.q_nope, s, 2), 0, 2, 1, 3);  // [nope, T, H]
+  ggl::Tensor* q_abs = l.wk_b ? g.mul_mat(weight(g, l.wk_b), q_nope)             // [L, T, H]
                               : g.mul_mat_t(kv_b_part(g, weight(g, l.wkv_b), m.qk_nope, 0, m, H), q_nope);
-  ggl::Tensor* q = g.concat(g.permute(q_abs, 0, 2, 1, 3), p.q_pe, 0);  // [L + rope, H, T]
+  ggl::Tensor* q = g.concat(g.permute(q_abs, 0, 2, 1, 3), part_columns(c, p.q_pe, s, 2), 0);  // [L + rope, H, T]
 
   const size_t row = cache->nb[1];
-  ggl::Tensor* K = g.view(cache, {L + m.qk_rope, 1, c.n_kv, 1}, {cache->nb[0], row, row, row * c.n_kv}, 0);
-  ggl::Tensor* V = g.view(cache, {L, 1, c.n_kv, 1}, {cache->nb[0], row, row, row * c.n_kv}, 0);
-  ggl::Tensor* o = g.flash_attn(q, K, V, c.positions, rope.kq_scale);  // [L, H, T]
+  ggl::Tensor* K = g.view(cache, {L + m.qk_rope, 1, N, 1}, {cache->nb[0], row, row, row * N}, 0);
+  ggl::Tensor* V = g.view(cache, {L, 1, N, 1}, {cache->nb[0], row, row, row * N}, 0);
+  ggl::Tensor* o = g.flash_attn(q, K, V, s.positions, rope.kq_scale);  // [L, H, T]
 
   ggl::Tensor* o_heads = g.permute(o, 0, 2, 1, 3);                 // [L, T, H]
   ggl::Tensor* v = l.wv_b ? g.mul_mat(weight(g, l.wv_b), o_heads)  // [v, T, H]
@@ -102,11 +115,11 @@ ggl::Tensor* attend_absorbed(const ForwardContext& c, const LayerWeights& l, con
   return g.reshape(g.cont(g.permute(v, 0, 2, 1, 3)), {m.v_head_dim * H, T, 1, 1});
 }
 
-ggl::Tensor* attend_naive(const ForwardContext& c, const LayerWeights& l, const Projections& p, ggl::Tensor* cache,
-                          const MlaRope& rope) {
+ggl::Tensor* attend_naive(const ForwardContext& c, const SequencePart& s, const LayerWeights& l, const Projections& p,
+                          ggl::Tensor* cache, const MlaRope& rope) {
   ggl::Graph& g = c.g;
   const MlaConfig& m = c.hp.mla;
-  const int64_t H = c.hp.n_head, T = c.n_tokens, N = c.n_kv, L = m.kv_lora_rank;
+  const int64_t H = c.hp.n_head, T = s.n_tokens, N = s.n_kv(), L = m.kv_lora_rank;
   const size_t row = cache->nb[1];
   ggl::Tensor* latents = g.cont(g.view(cache, {L, N, 1, 1}, {cache->nb[0], row, row * N, row * N}, 0));  // [L, N]
   ggl::Tensor* k_pe = g.cont(g.view(cache, {m.qk_rope, 1, N, 1}, {cache->nb[0], row, row, row * N},
@@ -121,9 +134,9 @@ ggl::Tensor* attend_naive(const ForwardContext& c, const LayerWeights& l, const 
     k_nope = g.permute(g.mul_mat_t(weight(g, l.wk_b), latents), 0, 2, 1, 3);  // [nope, N, H] -> [nope, H, N]
     v = g.permute(g.mul_mat(weight(g, l.wv_b), latents), 0, 2, 1, 3);         // [v, N, H] -> [v, H, N]
   }
-  ggl::Tensor* K = g.concat(k_nope, k_pe, 0);                          // [nope + rope, H, N], k_pe shared by all heads
-  ggl::Tensor* q = g.concat(p.q_nope, p.q_pe, 0);                      // [nope + rope, H, T]
-  ggl::Tensor* o = g.flash_attn(q, K, v, c.positions, rope.kq_scale);  // [v, H, T]
+  ggl::Tensor* K = g.concat(k_nope, k_pe, 0);  // [nope + rope, H, N], k_pe shared by all heads
+  ggl::Tensor* q = g.concat(part_columns(c, p.q_nope, s, 2), part_columns(c, p.q_pe, s, 2), 0);  // [nope + rope, H, T]
+  ggl::Tensor* o = g.flash_attn(q, K, v, s.positions, rope.kq_scale);                            // [v, H, T]
   return g.reshape(o, {m.v_head_dim * H, T, 1, 1});
 }
 
@@ -134,17 +147,22 @@ ggl::Tensor* build_deepseek2(const ForwardContext& c) {
   const Hparams& hp = c.hp;
   const ModelWeights& w = c.weights;
   const MlaRope rope = mla_rope(hp);
-  const bool absorb = c.batch.mla_path != MlaMode::kNaive;
 
-  ggl::Tensor* x = g.get_rows(weight(g, w.token_embd), g.input_i32(c.batch.tokens, "tokens"));
+  ggl::Tensor* x = g.get_rows(weight(g, w.token_embd), c.tokens);
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const LayerWeights& l = w.layers[il];
     ggl::Tensor* h = norm(g, x, l.attn_norm, hp.rms_eps);
-    ggl::Tensor* cache = c.cache.tensor(g, il, 0);
     const Projections p = project_queries(c, l, h, rope);
-    write_latents(c, l, h, cache, rope);
-    ggl::Tensor* attn = absorb ? attend_absorbed(c, l, p, cache, rope) : attend_naive(c, l, p, cache, rope);
-    x = g.add(x, g.mul_mat(weight(g, l.wo), attn));
+    const Latents step_latents = latents(c, l, h, rope);
+    // Attention per sequence, over its own cache, each part by its own path.
+    std::vector<ggl::Tensor*> attn;
+    for (const SequencePart& s : c.parts) {
+      ggl::Tensor* cache = s.cache->tensor(g, il, 0);
+      write_latents(c, s, step_latents, cache);
+      attn.push_back(s.mla_path == MlaMode::kNaive ? attend_naive(c, s, l, p, cache, rope)
+                                                   : attend_absorbed(c, s, l, p, cache, rope));
+    }
+    x = g.add(x, g.mul_mat(weight(g, l.wo), join_parts(g, attn, 1)));
 
     h = norm(g, x, l.ffn_norm, hp.rms_eps);
     ggl::Tensor* ffn = l.is_moe() ? moe_ffn(g, h, l, hp.moe) : swiglu_ffn(g, h, l.ffn_gate, l.ffn_up, l.ffn_down);

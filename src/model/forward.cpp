@@ -54,18 +54,52 @@ MlaSpeeds mla_speeds(const Model& model, const ggl::Backend& backend) {
   return speeds;
 }
 
+namespace {
+
+ggl::Tensor* build_step(ggl::Graph& g, const Model& model, std::span<const SequenceBatch> sequences, bool all_logits,
+                        const ModelWeights* weights) {
+  if (sequences.empty()) ggl::fail("forward: no sequences");
+  std::vector<int32_t> tokens, positions;
+  for (const SequenceBatch& s : sequences) {
+    const int64_t T = static_cast<int64_t>(s.tokens.size());
+    if (T <= 0) ggl::fail("forward: empty batch");
+    if (!s.cache) ggl::fail("forward: a sequence without a cache");
+    if (s.n_past < 0 || s.n_past + T > s.cache->n_ctx())
+      ggl::fail("forward: {} tokens after {} cached ones exceed the context of {}", T, s.n_past, s.cache->n_ctx());
+    tokens.insert(tokens.end(), s.tokens.begin(), s.tokens.end());
+    for (int64_t t = 0; t < T; ++t) positions.push_back(static_cast<int32_t>(s.n_past + t));
+  }
+  const auto n_tokens = static_cast<int64_t>(tokens.size());
+  ggl::Tensor* all_positions = g.input_i32(positions, "positions");
+  std::vector<SequencePart> parts;
+  int64_t first = 0;
+  for (const SequenceBatch& s : sequences) {
+    const auto T = static_cast<int64_t>(s.tokens.size());
+    ggl::Tensor* at = sequences.size() == 1
+                          ? all_positions
+                          : g.view(all_positions, {T, 1, 1, 1},
+                                   {sizeof(int32_t), T * sizeof(int32_t), T * sizeof(int32_t), T * sizeof(int32_t)},
+                                   static_cast<size_t>(first) * sizeof(int32_t));
+    parts.push_back({s.cache, first, T, s.n_past, s.mla_path, at});
+    first += T;
+  }
+  const ModelWeights& w = weights ? *weights : model.weights();
+  const ForwardContext c{g,        model,     w, model.hparams(), parts, g.input_i32(tokens, "tokens"), all_positions,
+                         n_tokens, all_logits};
+  return model.hparams().arch == Arch::kLlama ? build_llama(c) : build_deepseek2(c);
+}
+
+}  // namespace
+
 ggl::Tensor* build_forward(ggl::Graph& g, const Model& model, const KvCache& cache, const ForwardBatch& batch,
                            const ModelWeights* weights) {
-  const int64_t T = static_cast<int64_t>(batch.tokens.size());
-  if (T <= 0) ggl::fail("forward: empty batch");
-  if (batch.n_past < 0 || batch.n_past + T > cache.n_ctx())
-    ggl::fail("forward: {} tokens after {} cached ones exceed the context of {}", T, batch.n_past, cache.n_ctx());
-  std::vector<int32_t> positions(static_cast<size_t>(T));
-  for (int64_t t = 0; t < T; ++t) positions[t] = static_cast<int32_t>(batch.n_past + t);
-  const ModelWeights& w = weights ? *weights : model.weights();
-  const ForwardContext c{g, model,           w, model.hparams(), cache, batch, g.input_i32(positions, "positions"),
-                         T, batch.n_past + T};
-  return model.hparams().arch == Arch::kLlama ? build_llama(c) : build_deepseek2(c);
+  const SequenceBatch one{&cache, batch.tokens, batch.n_past, batch.mla_path};
+  return build_step(g, model, {&one, 1}, batch.all_logits, weights);
+}
+
+ggl::Tensor* build_forward_sequences(ggl::Graph& g, const Model& model, std::span<const SequenceBatch> sequences,
+                                     const ModelWeights* weights) {
+  return build_step(g, model, sequences, true, weights);
 }
 
 }  // namespace latte

@@ -55,4 +55,21 @@ struct ForwardBatch {
 ggl::Tensor* build_forward(ggl::Graph& g, const Model& model, const KvCache& cache, const ForwardBatch& batch,
                            const ModelWeights* weights = nullptr);
 
+// One sequence's share of a step over several: its next tokens (validated ids), at positions
+// n_past.. of its own cache.
+struct SequenceBatch {
+  const KvCache* cache = nullptr;
+  std::span<const int32_t> tokens;
+  int64_t n_past = 0;
+  MlaMode mla_path = MlaMode::kAbsorb;
+};
+
+// One step over several sequences: the tokens of all of them go through every weight product
+// together (a matrix's or an expert's weights are read once for the whole step), and attention
+// runs per sequence over its own cache, each with its own path. Returns every token's logits
+// [n_vocab, total tokens], the sequences' tokens in the order given, marked as a graph output.
+// With one sequence the graph is build_forward's.
+ggl::Tensor* build_forward_sequences(ggl::Graph& g, const Model& model, std::span<const SequenceBatch> sequences,
+                                     const ModelWeights* weights = nullptr);
+
 }  // namespace latte

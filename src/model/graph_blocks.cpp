@@ -1,5 +1,6 @@
 #include "src/model/graph_blocks.h"
 
+#include <array>
 #include <span>
 
 #include "ggml-like/core/error.h"
@@ -65,9 +66,22 @@ ggl::RopeParams rope_frequencies(const Hparams& hp, int64_t n_rot) {
   return p;
 }
 
+ggl::Tensor* part_columns(const ForwardContext& c, ggl::Tensor* t, const SequencePart& p, int dim) {
+  if (p.first == 0 && p.n_tokens == c.n_tokens) return t;
+  std::array<int64_t, 4> ne{t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+  ne[dim] = p.n_tokens;
+  return c.g.view(t, ne, {t->nb[0], t->nb[1], t->nb[2], t->nb[3]}, static_cast<size_t>(p.first) * t->nb[dim]);
+}
+
+ggl::Tensor* join_parts(ggl::Graph& g, const std::vector<ggl::Tensor*>& results, int dim) {
+  ggl::Tensor* out = results.front();
+  for (size_t i = 1; i < results.size(); ++i) out = g.concat(out, results[i], dim);
+  return out;
+}
+
 ggl::Tensor* output_logits(const ForwardContext& c, ggl::Tensor* x) {
   ggl::Graph& g = c.g;
-  if (!c.batch.all_logits && c.n_tokens > 1)
+  if (!c.all_logits && c.n_tokens > 1)
     x = g.view(x, {x->ne[0], 1, 1, 1}, {x->nb[0], x->nb[1], x->nb[1], x->nb[1]}, (c.n_tokens - 1) * x->nb[1]);
   const ModelWeights& w = c.weights;
   ggl::Tensor* logits = g.mul_mat(weight(g, w.output), norm(g, x, w.output_norm, c.hp.rms_eps));

@@ -2,6 +2,8 @@
 // SwiGLU feed-forward, DeepSeekMoE, and the output head.
 #pragma once
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "ggml-like/graph/graph.h"
 #include "src/model/forward.h"
@@ -10,18 +12,36 @@
 
 namespace latte {
 
-// What every layer builder needs to know about the batch.
+// One sequence's tokens in a step: the step's token columns [first, first + n_tokens), at
+// positions n_past.. of its cache.
+struct SequencePart {
+  const KvCache* cache;
+  int64_t first;
+  int64_t n_tokens;
+  int64_t n_past;
+  MlaMode mla_path;
+  ggl::Tensor* positions;                             // i32 [n_tokens]: n_past, n_past + 1, ...
+  int64_t n_kv() const { return n_past + n_tokens; }  // cache rows visible to the part
+};
+
+// What every layer builder needs to know about the step.
 struct ForwardContext {
   ggl::Graph& g;
   const Model& model;
   const ModelWeights& weights;  // where the graph's weight leaves point (model's, or a device copy)
   const Hparams& hp;
-  const KvCache& cache;
-  const ForwardBatch& batch;
-  ggl::Tensor* positions;  // i32 [n_tokens]: n_past, n_past + 1, ...
+  std::span<const SequencePart> parts;  // in token order, covering the step
+  ggl::Tensor* tokens;                  // i32 [n_tokens]
+  ggl::Tensor* positions;               // i32 [n_tokens]: each part's positions in turn
   int64_t n_tokens;
-  int64_t n_kv;  // n_past + n_tokens: cache rows visible to the batch
+  bool all_logits;  // false: only the last token's logits (one part)
 };
+
+// The columns of t (tokens along dimension dim) that belong to part p, as a view; t itself when
+// p is the whole step.
+ggl::Tensor* part_columns(const ForwardContext& c, ggl::Tensor* t, const SequencePart& p, int dim);
+// The parts' results joined along dimension dim, in part order.
+ggl::Tensor* join_parts(ggl::Graph& g, const std::vector<ggl::Tensor*>& results, int dim);
 
 // A weight as a graph leaf on the file's mapping.
 ggl::Tensor* weight(ggl::Graph& g, WeightRef w);

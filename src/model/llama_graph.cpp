@@ -24,21 +24,29 @@ ggl::Tensor* attention(const ForwardContext& c, int64_t il, ggl::Tensor* x) {
   ggl::Tensor* q = g.rope(g.reshape(g.mul_mat(weight(g, l.wq), x), {Dk, H, T, 1}), c.positions, rope, freq);
   ggl::Tensor* k = g.rope(g.reshape(g.mul_mat(weight(g, l.wk), x), {Dk, Hkv, T, 1}), c.positions, rope, freq);
   ggl::Tensor* v = g.mul_mat(weight(g, l.wv), x);  // [Hkv * Dv, T]
+  ggl::Tensor* k2 = g.reshape(k, {Hkv * Dk, T, 1, 1});
 
-  // Append this batch's K and V rows at positions n_past.., then attend over all visible rows.
-  ggl::Tensor* kc = c.cache.tensor(g, il, 0);
-  ggl::Tensor* vc = c.cache.tensor(g, il, 1);
-  const size_t krow = kc->nb[1], vrow = vc->nb[1];
-  const size_t at = static_cast<size_t>(c.batch.n_past);
-  g.copy(g.reshape(k, {Hkv * Dk, T, 1, 1}),
-         g.view(kc, {Hkv * Dk, T, 1, 1}, {kc->nb[0], krow, krow * T, krow * T}, at * krow));
-  g.copy(v, g.view(vc, {Hkv * Dv, T, 1, 1}, {vc->nb[0], vrow, vrow * T, vrow * T}, at * vrow));
-  const size_t khead = ggl::row_bytes(kc->type, Dk), vhead = ggl::row_bytes(vc->type, Dv);
-  ggl::Tensor* K = g.view(kc, {Dk, Hkv, c.n_kv, 1}, {kc->nb[0], khead, krow, krow * c.n_kv}, 0);
-  ggl::Tensor* V = g.view(vc, {Dv, Hkv, c.n_kv, 1}, {vc->nb[0], vhead, vrow, vrow * c.n_kv}, 0);
-
-  ggl::Tensor* o = g.flash_attn(q, K, V, c.positions, 1.0f / std::sqrt(static_cast<float>(Dk)));  // [Dv, H, T]
-  return g.mul_mat(weight(g, l.wo), g.reshape(o, {Dv * H, T, 1, 1}));
+  // Per sequence: append its K and V rows at its positions n_past.., then attend over all its
+  // visible rows.
+  std::vector<ggl::Tensor*> outs;
+  for (const SequencePart& s : c.parts) {
+    const int64_t Ts = s.n_tokens, N = s.n_kv();
+    ggl::Tensor* kc = s.cache->tensor(g, il, 0);
+    ggl::Tensor* vc = s.cache->tensor(g, il, 1);
+    const size_t krow = kc->nb[1], vrow = vc->nb[1];
+    const size_t at = static_cast<size_t>(s.n_past);
+    g.copy(part_columns(c, k2, s, 1),
+           g.view(kc, {Hkv * Dk, Ts, 1, 1}, {kc->nb[0], krow, krow * Ts, krow * Ts}, at * krow));
+    g.copy(part_columns(c, v, s, 1),
+           g.view(vc, {Hkv * Dv, Ts, 1, 1}, {vc->nb[0], vrow, vrow * Ts, vrow * Ts}, at * vrow));
+    const size_t khead = ggl::row_bytes(kc->type, Dk), vhead = ggl::row_bytes(vc->type, Dv);
+    ggl::Tensor* K = g.view(kc, {Dk, Hkv, N, 1}, {kc->nb[0], khead, krow, krow * N}, 0);
+    ggl::Tensor* V = g.view(vc, {Dv, Hkv, N, 1}, {vc->nb[0], vhead, vrow, vrow * N}, 0);
+    ggl::Tensor* o = g.flash_attn(part_columns(c, q, s, 2), K, V, s.positions,
+                                  1.0f / std::sqrt(static_cast<float>(Dk)));  // [Dv, H, Ts]
+    outs.push_back(g.reshape(o, {Dv * H, Ts, 1, 1}));
+  }
+  return g.mul_mat(weight(g, l.wo), join_parts(g, outs, 1));
 }
 
 }  // namespace
@@ -46,7 +54,7 @@ ggl::Tensor* attention(const ForwardContext& c, int64_t il, ggl::Tensor* x) {
 ggl::Tensor* build_llama(const ForwardContext& c) {
   ggl::Graph& g = c.g;
   const ModelWeights& w = c.weights;
-  ggl::Tensor* x = g.get_rows(weight(g, w.token_embd), g.input_i32(c.batch.tokens, "tokens"));
+  ggl::Tensor* x = g.get_rows(weight(g, w.token_embd), c.tokens);
   for (int64_t il = 0; il < c.hp.n_layer; ++il) {
     const LayerWeights& l = w.layers[il];
     x = g.add(x, attention(c, il, norm(g, x, l.attn_norm, c.hp.rms_eps)));
