@@ -1,0 +1,69 @@
+#include "src/runtime/batch_session.h"
+
+#include "ggml-like/core/error.h"
+#include "ggml-like/registry/backend_registry.h"
+
+namespace latte {
+
+BatchSession::BatchSession(const Model& model, int n_sequences, SessionOptions options)
+    : model_(model), options_(std::move(options)) {
+  if (n_sequences <= 0) ggl::fail("{} sequences: there must be at least one", n_sequences);
+  if (options_.placement) ggl::fail("batched sequences run on the CPU only (no offload yet)");
+  if (options_.n_ctx == 0) options_.n_ctx = default_context(model.hparams());
+  if (options_.n_ctx < 0) ggl::fail("context size {} must be positive", options_.n_ctx);
+  if (options_.n_threads < 0) ggl::fail("thread count {} must not be negative", options_.n_threads);
+  check_cache_type(model.hparams(), options_.cache_type);
+  backend_ = ggl::make_backend({.n_threads = options_.n_threads});
+  backend_->use_prepared_weights(model.prepared_weights());
+  for (int s = 0; s < n_sequences; ++s)
+    caches_.push_back(std::make_unique<KvCache>(model.hparams(), options_.n_ctx, options_.cache_type));
+  n_past_.assign(static_cast<size_t>(n_sequences), 0);
+}
+
+BatchSession::~BatchSession() = default;
+
+void BatchSession::clear(int sequence) {
+  if (sequence < 0 || sequence >= n_sequences()) ggl::fail("no sequence {} (there are {})", sequence, n_sequences());
+  n_past_[static_cast<size_t>(sequence)] = 0;
+}
+
+std::vector<float> BatchSession::step(std::span<const SequenceTokens> parts) {
+  const int64_t n_vocab = model_.hparams().n_vocab;
+  std::vector<bool> listed(caches_.size(), false);
+  std::vector<SequenceBatch> batches;
+  int64_t total = 0;
+  const MlaSpeeds speeds = mla_speeds(model_, *backend_);
+  for (const SequenceTokens& p : parts) {
+    if (p.sequence < 0 || p.sequence >= n_sequences())
+      ggl::fail("no sequence {} (there are {})", p.sequence, n_sequences());
+    if (listed[static_cast<size_t>(p.sequence)]) ggl::fail("sequence {} is listed twice in one step", p.sequence);
+    listed[static_cast<size_t>(p.sequence)] = true;
+    const int64_t n = static_cast<int64_t>(p.tokens.size()), past = n_past_[static_cast<size_t>(p.sequence)];
+    if (n == 0) continue;
+    for (int64_t i = 0; i < n; ++i)
+      if (p.tokens[i] < 0 || p.tokens[i] >= n_vocab)
+        ggl::fail("sequence {}: token {} at position {} is outside the vocabulary of {} tokens", p.sequence,
+                  p.tokens[i], past + i, n_vocab);
+    if (past + n > options_.n_ctx)
+      ggl::fail("sequence {}: {} tokens after {} cached ones exceed the context of {} tokens", p.sequence, n, past,
+                options_.n_ctx);
+    batches.push_back({caches_[static_cast<size_t>(p.sequence)].get(), p.tokens, past,
+                       choose_mla_path(model_.hparams(), n, past, options_.mla_mode, speeds)});
+    total += n;
+  }
+  if (total == 0) return {};
+
+  ggl::Graph graph;
+  ggl::Tensor* out = build_forward_sequences(graph, model_, batches);
+  backend_->compute(graph);
+  std::vector<float> logits(static_cast<size_t>(total * n_vocab));
+  backend_->read(*out, logits.data(), 0, logits.size() * sizeof(float));
+
+  last_paths_.clear();
+  for (const SequenceTokens& p : parts)
+    n_past_[static_cast<size_t>(p.sequence)] += static_cast<int64_t>(p.tokens.size());
+  for (const SequenceBatch& b : batches) last_paths_.push_back(b.mla_path);
+  return logits;
+}
+
+}  // namespace latte
