@@ -98,8 +98,8 @@ ggl::Tensor* build_forward(ggl::Graph& g, const Model& model, const KvCache& cac
 }
 
 ggl::Tensor* build_forward_sequences(ggl::Graph& g, const Model& model, std::span<const SequenceBatch> sequences,
-                                     const ModelWeights* weights) {
-  return build_step(g, model, sequences, true, weights);
+                                     bool all_logits, const ModelWeights* weights) {
+  return build_step(g, model, sequences, all_logits, weights);
 }
 
 }  // namespace latte

@@ -67,9 +67,10 @@ struct SequenceBatch {
 // One step over several sequences: the tokens of all of them go through every weight product
 // together (a matrix's or an expert's weights are read once for the whole step), and attention
 // runs per sequence over its own cache, each with its own path. Returns every token's logits
-// [n_vocab, total tokens], the sequences' tokens in the order given, marked as a graph output.
-// With one sequence the graph is build_forward's.
+// [n_vocab, total tokens] (all_logits) or each sequence's last token's [n_vocab, sequences], the
+// sequences in the order given, marked as a graph output. With one sequence the graph is
+// build_forward's.
 ggl::Tensor* build_forward_sequences(ggl::Graph& g, const Model& model, std::span<const SequenceBatch> sequences,
-                                     const ModelWeights* weights = nullptr);
+                                     bool all_logits = true, const ModelWeights* weights = nullptr);
 
 }  // namespace latte

@@ -81,8 +81,16 @@ ggl::Tensor* join_parts(ggl::Graph& g, const std::vector<ggl::Tensor*>& results,
 
 ggl::Tensor* output_logits(const ForwardContext& c, ggl::Tensor* x) {
   ggl::Graph& g = c.g;
-  if (!c.all_logits && c.n_tokens > 1)
-    x = g.view(x, {x->ne[0], 1, 1, 1}, {x->nb[0], x->nb[1], x->nb[1], x->nb[1]}, (c.n_tokens - 1) * x->nb[1]);
+  auto column = [&](int64_t t) {
+    return g.view(x, {x->ne[0], 1, 1, 1}, {x->nb[0], x->nb[1], x->nb[1], x->nb[1]}, static_cast<size_t>(t) * x->nb[1]);
+  };
+  if (!c.all_logits && c.parts.size() == 1 && c.n_tokens > 1) {
+    x = column(c.n_tokens - 1);
+  } else if (!c.all_logits && c.parts.size() > 1) {  // each sequence's last token
+    std::vector<ggl::Tensor*> last;
+    for (const SequencePart& p : c.parts) last.push_back(column(p.first + p.n_tokens - 1));
+    x = join_parts(g, last, 1);
+  }
   const ModelWeights& w = c.weights;
   ggl::Tensor* logits = g.mul_mat(weight(g, w.output), norm(g, x, w.output_norm, c.hp.rms_eps));
   g.mark_output(logits);

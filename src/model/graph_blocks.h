@@ -34,7 +34,7 @@ struct ForwardContext {
   ggl::Tensor* tokens;                  // i32 [n_tokens]
   ggl::Tensor* positions;               // i32 [n_tokens]: each part's positions in turn
   int64_t n_tokens;
-  bool all_logits;  // false: only the last token's logits (one part)
+  bool all_logits;  // false: only each part's last token's logits
 };
 
 // The columns of t (tokens along dimension dim) that belong to part p, as a view; t itself when

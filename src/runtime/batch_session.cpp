@@ -27,7 +27,7 @@ void BatchSession::clear(int sequence) {
   n_past_[static_cast<size_t>(sequence)] = 0;
 }
 
-std::vector<float> BatchSession::step(std::span<const SequenceTokens> parts) {
+std::vector<float> BatchSession::step(std::span<const SequenceTokens> parts, Logits which) {
   const int64_t n_vocab = model_.hparams().n_vocab;
   std::vector<bool> listed(caches_.size(), false);
   std::vector<SequenceBatch> batches;
@@ -54,9 +54,10 @@ std::vector<float> BatchSession::step(std::span<const SequenceTokens> parts) {
   if (total == 0) return {};
 
   ggl::Graph graph;
-  ggl::Tensor* out = build_forward_sequences(graph, model_, batches);
+  ggl::Tensor* out = build_forward_sequences(graph, model_, batches, which == Logits::kAll);
   backend_->compute(graph);
-  std::vector<float> logits(static_cast<size_t>(total * n_vocab));
+  const int64_t rows = which == Logits::kAll ? total : static_cast<int64_t>(batches.size());
+  std::vector<float> logits(static_cast<size_t>(rows * n_vocab));
   backend_->read(*out, logits.data(), 0, logits.size() * sizeof(float));
 
   last_paths_.clear();

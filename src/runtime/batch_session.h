@@ -35,10 +35,11 @@ class BatchSession {
   ~BatchSession();
 
   // Evaluates each listed sequence's tokens after its cached ones, all in one graph; returns the
-  // logits of every token [total tokens][n_vocab], in the order listed. Throws ggl::Error, leaving
+  // logits of every token [total tokens][n_vocab] (kAll) or of each listed sequence's last token
+  // [sequences with tokens][n_vocab] (kLast), in the order listed. Throws ggl::Error, leaving
   // every sequence unchanged, for an unknown or repeated sequence, a token outside the vocabulary,
   // or tokens that do not fit in a sequence's context.
-  std::vector<float> step(std::span<const SequenceTokens> parts);
+  std::vector<float> step(std::span<const SequenceTokens> parts, Logits which = Logits::kAll);
 
   int n_sequences() const { return static_cast<int>(caches_.size()); }
   int64_t n_past(int sequence) const { return n_past_.at(static_cast<size_t>(sequence)); }

@@ -151,6 +151,32 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, BatchedSequences, ::testing::ValuesIn(kFixtur
                            return name;
                          });
 
+// kLast gives each listed sequence's last token's logits, the rows kAll gives for those tokens.
+TEST(BatchSession, LastLogitsAreEachSequencesLastToken) {
+  const std::string model_rel = "fixtures/ds2-v2-tiny-f32.gguf";
+  LATTE_REQUIRE_SHARED(model_rel);
+  const latte::Model model((lt::shared_dir() / model_rel).string());
+  const auto n_vocab = static_cast<size_t>(model.hparams().n_vocab);
+  latte::SessionOptions o;
+  o.n_ctx = 16;
+  o.cache_type = ggl::Type::F32;
+  latte::BatchSession all(model, 3, o), last(model, 3, o);
+  const std::vector<int32_t> a = {5, 6, 7, 8, 9}, b = {3}, c = {11, 12, 13};
+  const std::vector<latte::SequenceTokens> parts = {{2, a}, {0, b}, {1, c}};
+  for (int step = 0; step < 2; ++step) {
+    const std::vector<float> every = all.step(parts, latte::Logits::kAll);
+    const std::vector<float> ends = last.step(parts, latte::Logits::kLast);
+    ASSERT_EQ(every.size(), 9 * n_vocab);
+    ASSERT_EQ(ends.size(), 3 * n_vocab);
+    size_t row = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      row += parts[i].tokens.size();
+      EXPECT_EQ(0, std::memcmp(ends.data() + i * n_vocab, every.data() + (row - 1) * n_vocab, n_vocab * sizeof(float)))
+          << "step " << step << " part " << i;
+    }
+  }
+}
+
 // A step that cannot run (a sequence that does not exist or is listed twice, a token outside the
 // vocabulary, more tokens than the context holds) throws and changes nothing; the sequences then
 // go on as if it had not been asked.
