@@ -11,6 +11,8 @@ const Command kCommands[] = {
     {"quantize", "re-quantize a GGUF file's weights (q8_0, q4_0, q4_1, f16, ...)", cmd_quantize},
     {"eval", "evaluate token ids and write the logits of every position (float32)", cmd_eval},
     {"bench", "measure prompt (pp) and generation (tg) speed, llama-bench style; --roofline: DRAM bound", cmd_bench},
+    {"batched-bench", "measure many sequences decoded together, llama-batched-bench style (pp, tg, B sequences)",
+     cmd_batched_bench},
     {"synth", "write a synthetic DeepSeek GGUF (V2-Lite/V2/V3 geometry, seeded random weights)", cmd_synth},
 };
 const int kCommandCount = static_cast<int>(sizeof(kCommands) / sizeof(kCommands[0]));

@@ -23,6 +23,10 @@ constexpr LlamaSpelling kSpellings[] = {
     {"-no-cnv", "--no-conversation", ""},
     {"-mli", "--multiline", ""},
     {"--multiline-input", "--multiline", ""},
+    // llama-batched-bench's.
+    {"-npp", "--n-pp", ""},
+    {"-ntg", "--n-tg", ""},
+    {"-npl", "--n-pl", ""},
 };
 
 }  // namespace

@@ -1,0 +1,87 @@
+#include "src/bench/batched_bench.h"
+
+#include <algorithm>
+#include <random>
+#include <span>
+
+#include "ggml-like/core/error.h"
+#include "src/runtime/batch_session.h"
+#include "src/runtime/stopwatch.h"
+
+namespace latte::bench {
+namespace {
+
+void check_list(const char* flag, const std::vector<int64_t>& v, int64_t least) {
+  if (v.empty()) ggl::fail("{}: the list is empty", flag);
+  for (int64_t x : v)
+    if (x < least) ggl::fail("{}: {} is below {}", flag, x, least);
+}
+
+// The prompts, packed into steps of at most n_batch tokens, sequence after sequence.
+void prefill(BatchSession& b, const std::vector<std::vector<int32_t>>& prompts, int64_t n_batch) {
+  std::vector<size_t> fed(prompts.size(), 0);
+  size_t s = 0;
+  while (s < prompts.size()) {
+    std::vector<SequenceTokens> parts;
+    int64_t budget = n_batch;
+    for (size_t i = s; i < prompts.size() && budget > 0; ++i) {
+      const size_t n = std::min(prompts[i].size() - fed[i], static_cast<size_t>(budget));
+      parts.push_back({static_cast<int>(i), std::span<const int32_t>(prompts[i]).subspan(fed[i], n)});
+      fed[i] += n;
+      budget -= static_cast<int64_t>(n);
+    }
+    b.step(parts, Logits::kLast);
+    while (s < prompts.size() && fed[s] == prompts[s].size()) ++s;
+  }
+}
+
+}  // namespace
+
+void run_batched_bench(const Model& model, const BatchedBenchOptions& o,
+                       const std::function<void(const BatchedBenchResult&)>& on_result) {
+  check_list("-npp", o.n_pp, 1);
+  check_list("-ntg", o.n_tg, 1);
+  check_list("-npl", o.n_pl, 1);
+  if (o.n_batch <= 0) ggl::fail("-b {} must be positive", o.n_batch);
+  const int64_t n_vocab = model.hparams().n_vocab;
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(n_vocab - 1));
+  bool warmed_up = false;
+  for (int64_t pp : o.n_pp) {
+    for (int64_t tg : o.n_tg) {
+      for (int64_t pl : o.n_pl) {
+        BatchedBenchResult r{pp, tg, pl, pl * (pp + tg)};
+        if (r.n_kv > o.n_kv_max) continue;
+        SessionOptions so = o.session;
+        so.n_ctx = pp + tg;
+        BatchSession b(model, static_cast<int>(pl), so);
+        if (!warmed_up) {  // the first graph pays for page faults and thread start-up
+          const int32_t t0 = token(rng);
+          b.step(std::vector<SequenceTokens>{{0, {&t0, 1}}}, Logits::kLast);
+          b.clear(0);
+          warmed_up = true;
+        }
+        std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(pl), std::vector<int32_t>(pp));
+        for (auto& p : prompts) std::generate(p.begin(), p.end(), [&] { return token(rng); });
+        const Stopwatch pp_time;
+        prefill(b, prompts, o.n_batch);
+        r.t_pp = pp_time.seconds();
+
+        std::vector<int32_t> next(static_cast<size_t>(pl));
+        std::vector<SequenceTokens> parts(static_cast<size_t>(pl));
+        const Stopwatch tg_time;
+        for (int64_t i = 0; i < tg; ++i) {
+          for (int64_t s = 0; s < pl; ++s) {
+            next[s] = token(rng);
+            parts[s] = {static_cast<int>(s), {&next[s], 1}};
+          }
+          b.step(parts, Logits::kLast);
+        }
+        r.t_tg = tg_time.seconds();
+        on_result(r);
+      }
+    }
+  }
+}
+
+}  // namespace latte::bench

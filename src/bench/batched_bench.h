@@ -1,0 +1,41 @@
+// llama-batched-bench's measurement on a latte BatchSession: for each prompt length PP, generation
+// length TG and number of parallel sequences B, every sequence gets PP prompt tokens (random
+// in-vocabulary ids from a fixed seed), packed into steps of at most n_batch tokens, then TG
+// decode steps of one token per sequence, all sequences in one graph per step.
+//   S_PP = B * PP / T_PP, S_TG = B * TG / T_TG, N_KV = B * (PP + TG), S = N_KV / (T_PP + T_TG).
+// One untimed warm-up step comes first. A test whose N_KV exceeds n_kv_max is skipped, as
+// llama-batched-bench does.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "src/model/model.h"
+#include "src/runtime/session.h"
+
+namespace latte::bench {
+
+struct BatchedBenchOptions {
+  std::vector<int64_t> n_pp{128};
+  std::vector<int64_t> n_tg{128};
+  std::vector<int64_t> n_pl{1};
+  int64_t n_kv_max = 4096;  // -c: cache rows of all sequences together
+  int64_t n_batch = 2048;   // -b: most tokens per prefill step
+  SessionOptions session;   // cache type, threads, MLA mode
+};
+
+struct BatchedBenchResult {
+  int64_t pp = 0, tg = 0, pl = 0, n_kv = 0;
+  double t_pp = 0, t_tg = 0;  // seconds
+  double speed_pp() const { return t_pp > 0 ? static_cast<double>(pl * pp) / t_pp : 0; }
+  double speed_tg() const { return t_tg > 0 ? static_cast<double>(pl * tg) / t_tg : 0; }
+  double t() const { return t_pp + t_tg; }
+  double speed() const { return t() > 0 ? static_cast<double>(n_kv) / t() : 0; }
+};
+
+// Runs every (pp, tg, pl) that fits, in that nesting order, calling `on_result` after each.
+// Throws ggl::Error for empty or non-positive lists.
+void run_batched_bench(const Model& model, const BatchedBenchOptions& o,
+                       const std::function<void(const BatchedBenchResult&)>& on_result);
+
+}  // namespace latte::bench

@@ -1,0 +1,96 @@
+// `latte batched-bench -m MODEL [-npp 128,...] [-ntg 128,...] [-npl 1,2,4,...] [-c N_KV_MAX] [-b N]
+// [-t N] [--output-format md|jsonl]`: llama-batched-bench's table (and its jsonl keys) for B
+// sequences evaluated together, one graph per step (src/bench/batched_bench.h). -npp, -ntg and
+// -npl are llama's spellings of --n-pp, --n-tg and --n-pl (llama_spellings.cpp).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "ggml-like/core/error.h"
+#include "ggml-like/cpu/kernel_set.h"
+#include "src/bench/batched_bench.h"
+#include "src/bench/bench_report.h"
+#include "src/bench/bench_runner.h"
+#include "src/cli/commands/commands.h"
+#include "src/cli/default_model.h"
+#include "src/cli/flags/flag_checks.h"
+#include "src/cli/flags/parse_flags.h"
+#include "src/cli/flags/session_flags.h"
+
+namespace latte::cli {
+
+int cmd_batched_bench(int argc, char** argv) {
+  auto print = [](const std::string& s) {  // a row as soon as it is measured
+    std::fwrite(s.data(), 1, s.size(), stdout);
+    std::fflush(stdout);
+  };
+  CLI::App app{"Measure many sequences decoded together, llama-batched-bench style", argv[0]};
+  std::string model_path, output = "md";
+  bench::BatchedBenchOptions opts;
+  SessionFlags session_flags;
+  app.add_option("-m,--model", model_path, "GGUF model (default: the shipped tiny MLA story model)");
+  app.add_option("--n-pp", opts.n_pp, "prompt tokens per sequence, comma-separated")
+      ->delimiter(',')
+      ->check(integer(1))
+      ->default_str("128");
+  app.add_option("--n-tg", opts.n_tg, "generated tokens per sequence, comma-separated")
+      ->delimiter(',')
+      ->check(integer(1))
+      ->default_str("128");
+  app.add_option("--n-pl", opts.n_pl, "sequences decoded together, comma-separated")
+      ->delimiter(',')
+      ->check(integer(1))
+      ->default_str("1");
+  app.add_option("--output-format", output, "md (a table) or jsonl (one JSON object per line)")->capture_default_str();
+  session_flags.add_to(app);
+  if (const auto done = parse_flags(app, argc, argv)) return *done;
+  if (output != "md" && output != "jsonl") ggl::fail("--output-format '{}' is not md or jsonl", output);
+  opts.session = session_flags.options();
+  opts.n_kv_max = session_flags.n_ctx > 0 ? session_flags.n_ctx : 4096;  // -c: every sequence's rows together
+  opts.n_batch = opts.session.n_batch;                                   // -b, or -ub when smaller
+
+  if (model_path.empty()) model_path = default_model_path();
+  const Model model(model_path, session_flags.model_options());
+  bench::prefault_weights(model);
+  const int threads = opts.session.n_threads;
+  if (output == "md") {
+    print(fmt::format("cpu: {} | {}\n", bench::cpu_model_name(), ggl::describe_cpu_kernels(ggl::cpu_kernels())));
+    print(fmt::format("n_kv_max = {}, n_batch = {}, cache = {}, n_threads = {}\n\n", opts.n_kv_max, opts.n_batch,
+                      ggl::type_name(opts.session.cache_type), threads));
+    print("|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n");
+    print("|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
+  }
+  bench::run_batched_bench(model, opts, [&](const bench::BatchedBenchResult& r) {
+    if (output == "md") {
+      print(fmt::format("| {:5} | {:6} | {:4} | {:6} | {:8.3f} | {:8.2f} | {:8.3f} | {:8.2f} | {:8.3f} | {:8.2f} |\n",
+                        r.pp, r.tg, r.pl, r.n_kv, r.t_pp, r.speed_pp(), r.t_tg, r.speed_tg(), r.t(), r.speed()));
+    } else {
+      const nlohmann::json j = {{"n_kv_max", opts.n_kv_max},
+                                {"n_batch", opts.n_batch},
+                                {"n_ubatch", opts.n_batch},
+                                {"flash_attn", true},
+                                {"is_pp_shared", false},
+                                {"n_gpu_layers", 0},
+                                {"n_threads", threads},
+                                {"n_threads_batch", threads},
+                                {"pp", r.pp},
+                                {"tg", r.tg},
+                                {"pl", r.pl},
+                                {"n_kv", r.n_kv},
+                                {"t_pp", r.t_pp},
+                                {"speed_pp", r.speed_pp()},
+                                {"t_tg", r.t_tg},
+                                {"speed_tg", r.speed_tg()},
+                                {"t", r.t()},
+                                {"speed", r.speed()}};
+      print(j.dump() + "\n");
+    }
+  });
+  return 0;
+}
+
+}  // namespace latte::cli

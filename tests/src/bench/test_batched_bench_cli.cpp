@@ -1,0 +1,86 @@
+// `latte batched-bench` through the binary on a tiny fixture: llama-batched-bench's jsonl keys and
+// table, one line per (pp, tg, B) that fits in -c (the others skipped), the counts consistent with
+// the timings; bad lists and formats are one-line errors.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/test_support.h"
+
+namespace test_batched_bench_cli {
+
+using latte::testing::run_latte;
+
+std::string fixture() { return (latte::testing::shared_dir() / "fixtures/ds2-v2-tiny-q8_0.gguf").string(); }
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+TEST(BatchedBenchCli, JsonlHasLlamaBatchedBenchKeysAndSkipsWhatDoesNotFit) {
+  LATTE_REQUIRE_SHARED("fixtures/ds2-v2-tiny-q8_0.gguf");
+  // -c 40: B = 1 and 2 fit (12 and 24 rows), B = 4 (48 rows) does not.
+  const auto r = run_latte(
+      "batched-bench -m " + fixture() + " -npp 8 -ntg 4 -npl 1,2,4 -c 40 -b 16 -t 1 --output-format jsonl", false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  int64_t pl = 1;
+  for (const std::string& line : lines) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    for (const char* key :
+         {"n_kv_max", "n_batch", "n_ubatch", "flash_attn", "is_pp_shared", "n_gpu_layers", "n_threads",
+          "n_threads_batch", "pp", "tg", "pl", "n_kv", "t_pp", "speed_pp", "t_tg", "speed_tg", "t", "speed"})
+      EXPECT_TRUE(j.contains(key)) << key << " in " << line;
+    EXPECT_EQ(j["n_kv_max"], 40);
+    EXPECT_EQ(j["n_batch"], 16);
+    EXPECT_EQ(j["pp"], 8);
+    EXPECT_EQ(j["tg"], 4);
+    EXPECT_EQ(j["pl"], pl);
+    EXPECT_EQ(j["n_kv"], pl * 12);
+    const double t_pp = j["t_pp"], t_tg = j["t_tg"];
+    ASSERT_GT(t_pp, 0);
+    ASSERT_GT(t_tg, 0);
+    EXPECT_NEAR(j["speed_pp"].get<double>(), pl * 8 / t_pp, 1e-6 * pl * 8 / t_pp);
+    EXPECT_NEAR(j["speed_tg"].get<double>(), pl * 4 / t_tg, 1e-6 * pl * 4 / t_tg);
+    EXPECT_NEAR(j["speed"].get<double>(), pl * 12 / (t_pp + t_tg), 1e-6 * pl * 12 / (t_pp + t_tg));
+    pl *= 2;
+  }
+}
+
+TEST(BatchedBenchCli, MarkdownTableHasOneRowPerTest) {
+  LATTE_REQUIRE_SHARED("fixtures/ds2-v2-tiny-q8_0.gguf");
+  const auto r = run_latte("batched-bench -m " + fixture() + " -npp 4,8 -ntg 2 -npl 1,3 -t 1", false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  int rows = 0;
+  bool header = false;
+  for (const std::string& line : lines_of(r.out)) {
+    header = header || line.find("|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |") == 0;
+    if (line.rfind("| ", 0) == 0 && line.find("PP") == std::string::npos) ++rows;
+  }
+  EXPECT_TRUE(header) << r.out;
+  EXPECT_EQ(rows, 4) << r.out;
+}
+
+TEST(BatchedBenchCli, BadFlagsAreOneLineErrors) {
+  LATTE_REQUIRE_SHARED("fixtures/ds2-v2-tiny-q8_0.gguf");
+  for (const auto& [flags, says] :
+       std::vector<std::pair<std::string, std::string>>{{"-npl 0", "-npl"},
+                                                        {"-npp 8,x", "-npp"},
+                                                        {"--output-format xml", "'xml' is not md or jsonl"},
+                                                        {"-b 0", "-b"}}) {
+    const auto r = run_latte("batched-bench -m " + fixture() + " -ntg 1 " + flags);
+    EXPECT_NE(r.exit_code, 0) << flags;
+    EXPECT_NE(r.out.find(says), std::string::npos) << flags << ": " << r.out;
+    EXPECT_LE(lines_of(r.out).size(), 2u) << flags << ": " << r.out;
+  }
+}
+
+}  // namespace test_batched_bench_cli
