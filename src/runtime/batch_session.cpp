@@ -6,13 +6,9 @@
 namespace latte {
 
 BatchSession::BatchSession(const Model& model, int n_sequences, SessionOptions options)
-    : model_(model), options_(std::move(options)) {
+    : model_(model), options_(resolved_options(model, std::move(options))) {
   if (n_sequences <= 0) ggl::fail("{} sequences: there must be at least one", n_sequences);
   if (options_.placement) ggl::fail("batched sequences run on the CPU only (no offload yet)");
-  if (options_.n_ctx == 0) options_.n_ctx = default_context(model.hparams());
-  if (options_.n_ctx < 0) ggl::fail("context size {} must be positive", options_.n_ctx);
-  if (options_.n_threads < 0) ggl::fail("thread count {} must not be negative", options_.n_threads);
-  check_cache_type(model.hparams(), options_.cache_type);
   backend_ = ggl::make_backend({.n_threads = options_.n_threads});
   backend_->use_prepared_weights(model.prepared_weights());
   for (int s = 0; s < n_sequences; ++s)
@@ -22,10 +18,12 @@ BatchSession::BatchSession(const Model& model, int n_sequences, SessionOptions o
 
 BatchSession::~BatchSession() = default;
 
-void BatchSession::clear(int sequence) {
+size_t BatchSession::index_of(int sequence) const {
   if (sequence < 0 || sequence >= n_sequences()) ggl::fail("no sequence {} (there are {})", sequence, n_sequences());
-  n_past_[static_cast<size_t>(sequence)] = 0;
+  return static_cast<size_t>(sequence);
 }
+
+void BatchSession::clear(int sequence) { n_past_[index_of(sequence)] = 0; }
 
 std::vector<float> BatchSession::step(std::span<const SequenceTokens> parts, Logits which) {
   const int64_t n_vocab = model_.hparams().n_vocab;
@@ -34,21 +32,17 @@ std::vector<float> BatchSession::step(std::span<const SequenceTokens> parts, Log
   int64_t total = 0;
   const MlaSpeeds speeds = mla_speeds(model_, *backend_);
   for (const SequenceTokens& p : parts) {
-    if (p.sequence < 0 || p.sequence >= n_sequences())
-      ggl::fail("no sequence {} (there are {})", p.sequence, n_sequences());
-    if (listed[static_cast<size_t>(p.sequence)]) ggl::fail("sequence {} is listed twice in one step", p.sequence);
-    listed[static_cast<size_t>(p.sequence)] = true;
-    const int64_t n = static_cast<int64_t>(p.tokens.size()), past = n_past_[static_cast<size_t>(p.sequence)];
+    const size_t at = index_of(p.sequence);
+    if (listed[at]) ggl::fail("sequence {} is listed twice in one step", p.sequence);
+    listed[at] = true;
+    const int64_t n = static_cast<int64_t>(p.tokens.size()), past = n_past_[at];
     if (n == 0) continue;
-    for (int64_t i = 0; i < n; ++i)
-      if (p.tokens[i] < 0 || p.tokens[i] >= n_vocab)
-        ggl::fail("sequence {}: token {} at position {} is outside the vocabulary of {} tokens", p.sequence,
-                  p.tokens[i], past + i, n_vocab);
+    check_token_ids(p.tokens, past, n_vocab, p.sequence);
     if (past + n > options_.n_ctx)
       ggl::fail("sequence {}: {} tokens after {} cached ones exceed the context of {} tokens", p.sequence, n, past,
                 options_.n_ctx);
-    batches.push_back({caches_[static_cast<size_t>(p.sequence)].get(), p.tokens, past,
-                       choose_mla_path(model_.hparams(), n, past, options_.mla_mode, speeds)});
+    batches.push_back(
+        {caches_[at].get(), p.tokens, past, choose_mla_path(model_.hparams(), n, past, options_.mla_mode, speeds)});
     total += n;
   }
   if (total == 0) return {};

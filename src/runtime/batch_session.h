@@ -42,7 +42,7 @@ class BatchSession {
   std::vector<float> step(std::span<const SequenceTokens> parts, Logits which = Logits::kAll);
 
   int n_sequences() const { return static_cast<int>(caches_.size()); }
-  int64_t n_past(int sequence) const { return n_past_.at(static_cast<size_t>(sequence)); }
+  int64_t n_past(int sequence) const { return n_past_[index_of(sequence)]; }
   int64_t n_ctx() const { return options_.n_ctx; }
   // Forgets a sequence's cached tokens.
   void clear(int sequence);
@@ -50,6 +50,9 @@ class BatchSession {
   const std::vector<MlaMode>& last_mla_paths() const { return last_paths_; }
 
  private:
+  // The sequence's index; throws ggl::Error for one that does not exist.
+  size_t index_of(int sequence) const;
+
   const Model& model_;
   SessionOptions options_;
   std::unique_ptr<ggl::Backend> backend_;

@@ -1,5 +1,7 @@
 #include "src/runtime/session.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "ggml-like/core/error.h"
@@ -7,9 +9,8 @@
 #include "ggml-like/backend/scheduler.h"
 
 namespace latte {
-namespace {
 
-SessionOptions resolved(const Model& model, SessionOptions o) {
+SessionOptions resolved_options(const Model& model, SessionOptions o) {
   if (o.n_ctx == 0) o.n_ctx = default_context(model.hparams());
   if (o.n_ctx < 0) ggl::fail("context size {} must be positive", o.n_ctx);
   if (o.n_batch <= 0) ggl::fail("batch size {} must be positive", o.n_batch);
@@ -17,11 +18,18 @@ SessionOptions resolved(const Model& model, SessionOptions o) {
   return o;
 }
 
-}  // namespace
+void check_token_ids(std::span<const int32_t> tokens, int64_t first_position, int64_t n_vocab, int sequence) {
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] < 0 || tokens[i] >= n_vocab)
+      ggl::fail("{}token {} at position {} is outside the vocabulary of {} tokens",
+                sequence < 0 ? std::string() : fmt::format("sequence {}: ", sequence), tokens[i],
+                first_position + static_cast<int64_t>(i), n_vocab);
+}
 
 int64_t default_context(const Hparams& hp) { return std::min<int64_t>(4096, hp.n_ctx_train); }
 
-Session::Session(const Model& model, SessionOptions options) : model_(model), options_(resolved(model, options)) {
+Session::Session(const Model& model, SessionOptions options)
+    : model_(model), options_(resolved_options(model, options)) {
   const Hparams& hp = model.hparams();
   std::vector<std::unique_ptr<ggl::Backend>> devices;
   if (options_.placement) {
@@ -74,9 +82,7 @@ std::vector<float> Session::eval(std::span<const int32_t> tokens, Logits which) 
   const int64_t n = static_cast<int64_t>(tokens.size());
   const int64_t n_vocab = model_.hparams().n_vocab;
   if (n == 0) return {};
-  for (int64_t i = 0; i < n; ++i)
-    if (tokens[i] < 0 || tokens[i] >= n_vocab)
-      ggl::fail("token {} at position {} is outside the vocabulary of {} tokens", tokens[i], n_past_ + i, n_vocab);
+  check_token_ids(tokens, n_past_, n_vocab);
   if (n_past_ + n > n_ctx())
     ggl::fail("{} tokens after {} cached ones exceed the context of {} tokens", n, n_past_, n_ctx());
 

@@ -58,6 +58,12 @@ enum class Logits { kAll, kLast };
 
 // min(4096, the model's training context).
 int64_t default_context(const Hparams& hp);
+// The options with n_ctx resolved (0: default_context()); throws ggl::Error for a negative context
+// or thread count or a non-positive batch.
+SessionOptions resolved_options(const Model& model, SessionOptions options);
+// Throws ggl::Error naming the first token id outside [0, n_vocab) and its position (tokens[0]
+// is at first_position), and the sequence when one is given (>= 0).
+void check_token_ids(std::span<const int32_t> tokens, int64_t first_position, int64_t n_vocab, int sequence = -1);
 
 class Session {
  public:
