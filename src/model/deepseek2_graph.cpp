@@ -107,7 +107,7 @@ ggl::Tensor* attend_absorbed(const ForwardContext& c, const SequencePart& s, con
   const size_t row = cache->nb[1];
   ggl::Tensor* K = g.view(cache, {L + m.qk_rope, 1, N, 1}, {cache->nb[0], row, row, row * N}, 0);
   ggl::Tensor* V = g.view(cache, {L, 1, N, 1}, {cache->nb[0], row, row, row * N}, 0);
-  ggl::Tensor* o = g.flash_attn(q, K, V, s.positions, rope.kq_scale);  // [L, H, T]
+  ggl::Tensor* o = g.flash_attn(q, K, V, part_columns(c, c.positions, s, 0), rope.kq_scale);  // [L, H, T]
 
   ggl::Tensor* o_heads = g.permute(o, 0, 2, 1, 3);                 // [L, T, H]
   ggl::Tensor* v = l.wv_b ? g.mul_mat(weight(g, l.wv_b), o_heads)  // [v, T, H]
@@ -136,7 +136,7 @@ ggl::Tensor* attend_naive(const ForwardContext& c, const SequencePart& s, const 
   }
   ggl::Tensor* K = g.concat(k_nope, k_pe, 0);  // [nope + rope, H, N], k_pe shared by all heads
   ggl::Tensor* q = g.concat(part_columns(c, p.q_nope, s, 2), part_columns(c, p.q_pe, s, 2), 0);  // [nope + rope, H, T]
-  ggl::Tensor* o = g.flash_attn(q, K, v, s.positions, rope.kq_scale);                            // [v, H, T]
+  ggl::Tensor* o = g.flash_attn(q, K, v, part_columns(c, c.positions, s, 0), rope.kq_scale);     // [v, H, T]
   return g.reshape(o, {m.v_head_dim * H, T, 1, 1});
 }
 

@@ -60,29 +60,19 @@ ggl::Tensor* build_step(ggl::Graph& g, const Model& model, std::span<const Seque
                         const ModelWeights* weights) {
   if (sequences.empty()) ggl::fail("forward: no sequences");
   std::vector<int32_t> tokens, positions;
+  std::vector<SequencePart> parts;
   for (const SequenceBatch& s : sequences) {
     const int64_t T = static_cast<int64_t>(s.tokens.size());
     if (T <= 0) ggl::fail("forward: empty batch");
     if (!s.cache) ggl::fail("forward: a sequence without a cache");
     if (s.n_past < 0 || s.n_past + T > s.cache->n_ctx())
       ggl::fail("forward: {} tokens after {} cached ones exceed the context of {}", T, s.n_past, s.cache->n_ctx());
+    parts.push_back({s.cache, static_cast<int64_t>(tokens.size()), T, s.n_past, s.mla_path});
     tokens.insert(tokens.end(), s.tokens.begin(), s.tokens.end());
     for (int64_t t = 0; t < T; ++t) positions.push_back(static_cast<int32_t>(s.n_past + t));
   }
   const auto n_tokens = static_cast<int64_t>(tokens.size());
   ggl::Tensor* all_positions = g.input_i32(positions, "positions");
-  std::vector<SequencePart> parts;
-  int64_t first = 0;
-  for (const SequenceBatch& s : sequences) {
-    const auto T = static_cast<int64_t>(s.tokens.size());
-    ggl::Tensor* at = sequences.size() == 1
-                          ? all_positions
-                          : g.view(all_positions, {T, 1, 1, 1},
-                                   {sizeof(int32_t), T * sizeof(int32_t), T * sizeof(int32_t), T * sizeof(int32_t)},
-                                   static_cast<size_t>(first) * sizeof(int32_t));
-    parts.push_back({s.cache, first, T, s.n_past, s.mla_path, at});
-    first += T;
-  }
   const ModelWeights& w = weights ? *weights : model.weights();
   const ForwardContext c{g,        model,     w, model.hparams(), parts, g.input_i32(tokens, "tokens"), all_positions,
                          n_tokens, all_logits};

@@ -84,9 +84,8 @@ ggl::Tensor* output_logits(const ForwardContext& c, ggl::Tensor* x) {
   auto column = [&](int64_t t) {
     return g.view(x, {x->ne[0], 1, 1, 1}, {x->nb[0], x->nb[1], x->nb[1], x->nb[1]}, static_cast<size_t>(t) * x->nb[1]);
   };
-  if (!c.all_logits && c.parts.size() == 1 && c.n_tokens > 1) {
-    x = column(c.n_tokens - 1);
-  } else if (!c.all_logits && c.parts.size() > 1) {  // each sequence's last token
+  // Each sequence's last token (nothing to pick when every part is one token).
+  if (!c.all_logits && c.n_tokens > static_cast<int64_t>(c.parts.size())) {
     std::vector<ggl::Tensor*> last;
     for (const SequencePart& p : c.parts) last.push_back(column(p.first + p.n_tokens - 1));
     x = join_parts(g, last, 1);

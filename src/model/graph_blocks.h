@@ -20,7 +20,6 @@ struct SequencePart {
   int64_t n_tokens;
   int64_t n_past;
   MlaMode mla_path;
-  ggl::Tensor* positions;                             // i32 [n_tokens]: n_past, n_past + 1, ...
   int64_t n_kv() const { return n_past + n_tokens; }  // cache rows visible to the part
 };
 
@@ -38,7 +37,7 @@ struct ForwardContext {
 };
 
 // The columns of t (tokens along dimension dim) that belong to part p, as a view; t itself when
-// p is the whole step.
+// p is the whole step. (A part's positions: part_columns(c, c.positions, p, 0).)
 ggl::Tensor* part_columns(const ForwardContext& c, ggl::Tensor* t, const SequencePart& p, int dim);
 // The parts' results joined along dimension dim, in part order.
 ggl::Tensor* join_parts(ggl::Graph& g, const std::vector<ggl::Tensor*>& results, int dim);

@@ -42,7 +42,7 @@ ggl::Tensor* attention(const ForwardContext& c, int64_t il, ggl::Tensor* x) {
     const size_t khead = ggl::row_bytes(kc->type, Dk), vhead = ggl::row_bytes(vc->type, Dv);
     ggl::Tensor* K = g.view(kc, {Dk, Hkv, N, 1}, {kc->nb[0], khead, krow, krow * N}, 0);
     ggl::Tensor* V = g.view(vc, {Dv, Hkv, N, 1}, {vc->nb[0], vhead, vrow, vrow * N}, 0);
-    ggl::Tensor* o = g.flash_attn(part_columns(c, q, s, 2), K, V, s.positions,
+    ggl::Tensor* o = g.flash_attn(part_columns(c, q, s, 2), K, V, part_columns(c, c.positions, s, 0),
                                   1.0f / std::sqrt(static_cast<float>(Dk)));  // [Dv, H, Ts]
     outs.push_back(g.reshape(o, {Dv * H, Ts, 1, 1}));
   }
