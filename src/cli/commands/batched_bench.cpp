@@ -33,18 +33,9 @@ int cmd_batched_bench(int argc, char** argv) {
   bench::BatchedBenchOptions opts;
   SessionFlags session_flags;
   app.add_option("-m,--model", model_path, "GGUF model (default: the shipped tiny MLA story model)");
-  app.add_option("--n-pp", opts.n_pp, "prompt tokens per sequence, comma-separated")
-      ->delimiter(',')
-      ->check(integer(1))
-      ->default_str("128");
-  app.add_option("--n-tg", opts.n_tg, "generated tokens per sequence, comma-separated")
-      ->delimiter(',')
-      ->check(integer(1))
-      ->default_str("128");
-  app.add_option("--n-pl", opts.n_pl, "sequences decoded together, comma-separated")
-      ->delimiter(',')
-      ->check(integer(1))
-      ->default_str("1");
+  add_integer_list(app, "--n-pp", opts.n_pp, "prompt tokens per sequence, comma-separated", 1)->default_str("128");
+  add_integer_list(app, "--n-tg", opts.n_tg, "generated tokens per sequence, comma-separated", 1)->default_str("128");
+  add_integer_list(app, "--n-pl", opts.n_pl, "sequences decoded together, comma-separated", 1)->default_str("1");
   app.add_option("--output-format", output, "md (a table) or jsonl (one JSON object per line)")->capture_default_str();
   session_flags.add_to(app);
   if (const auto done = parse_flags(app, argc, argv)) return *done;

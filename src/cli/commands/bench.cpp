@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <limits>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -47,26 +46,19 @@ int cmd_bench(int argc, char** argv) {
   size_t probe_mib = bench::kProbeBytes >> 20;
   SessionFlags session_flags;
   app.add_option("-m,--model", model_path, "GGUF model (default: the shipped tiny MLA story model)");
-  app.add_option("-p,--n-prompt", opts.n_prompt, "prompt sizes, comma-separated (0: no pp tests)")
-      ->delimiter(',')
-      ->check(integer(0))
+  add_integer_list(app, "-p,--n-prompt", opts.n_prompt, "prompt sizes, comma-separated (0: no pp tests)", 0)
       ->default_str("512");
-  app.add_option("-n,--n-gen", opts.n_gen, "generation lengths, comma-separated (0: no tg tests)")
-      ->delimiter(',')
-      ->check(integer(0))
+  add_integer_list(app, "-n,--n-gen", opts.n_gen, "generation lengths, comma-separated (0: no tg tests)", 0)
       ->default_str("128");
-  app.add_option("-d,--n-depth", opts.n_depth, "cached tokens before each test, comma-separated")
-      ->delimiter(',')
-      ->check(integer(0))
+  add_integer_list(app, "-d,--n-depth", opts.n_depth, "cached tokens before each test, comma-separated", 0)
       ->default_str("0");
   session_flags.lists = true;  // -ngl 0,99 and -fa 0,1 as in llama-bench
   session_flags.add_to(app);
   // Replaced by lists; the context is sized per test (depth + tokens).
   app.remove_option(app.get_option("--threads"));
   app.remove_option(app.get_option("--ctx-size"));
-  app.add_option("-t,--threads", opts.threads, "thread counts, comma-separated (default: one per physical core)")
-      ->delimiter(',')
-      ->check(integer(1, std::numeric_limits<int>::max()));
+  add_integer_list(app, "-t,--threads", opts.threads, "thread counts, comma-separated (default: one per physical core)",
+                   1);
   app.add_option("-r,--repetitions", opts.repetitions, "timed runs per test")->capture_default_str()->check(integer(1));
   app.add_option("-o,--output", output, "output format: md (a table) or json (an array)")->capture_default_str();
   app.add_flag("--roofline", roofline,

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <vector>
 
 namespace latte::cli {
 
@@ -15,5 +17,13 @@ CLI::Validator integer(int64_t min = std::numeric_limits<int64_t>::min(),
 
 // A finite real number; its range is checked where it is used (e.g. SamplingParams::validate).
 CLI::Validator real();
+
+// A comma-separated list of whole numbers in [min, the type's max] (bench's -p 512,1024,
+// batched-bench's -npl 1,4,16).
+template <class T>
+CLI::Option* add_integer_list(CLI::App& app, const std::string& name, std::vector<T>& values, const std::string& help,
+                              int64_t min) {
+  return app.add_option(name, values, help)->delimiter(',')->check(integer(min, std::numeric_limits<T>::max()));
+}
 
 }  // namespace latte::cli
