@@ -4,8 +4,8 @@
 #     (build-gpu/, -DCMAKE_CUDA_ARCHITECTURES from nvidia-smi's compute_cap, else 90);
 #  2. runs the device tests (test_ggml_cuda, test_ggml_registry, test_ggml_backend, the offload
 #     tests of test_runtime, and test_placement): with a GPU, a device test that skips fails; one
-#     that skips or fails for want of a shared fixture is listed apart (those run on the simulated
-#     device, and the fixtures do not fit in what travels to a lent machine);
+#     that skips or fails for want of a shared fixture is listed apart (the whole of ../shared does
+#     not fit in what travels to a lent machine: --bundle-deps takes the GPU fixture tests' files);
 #  3. writes a tiny synthetic Q4_0 model and a few layers of a synthetic V2-Lite Q4_0;
 #  4. runs small forwards with everything on the GPU, and one with the experts on the CPU, under
 #     compute-sanitizer (memcheck): any error it reports fails the step;
@@ -19,10 +19,12 @@
 #                                        (tests may skip, the forwards run without the sanitizer,
 #                                        the bench on the CPU); exits 0 when they pass.
 #   scripts/gpu-check.sh --bundle-deps   on a Debian 12 machine with apt: downloads the build's
-#                                        library packages into .gpu-deps/ (see below) and exits.
+#                                        library packages into .gpu-deps/ (see below), copies the
+#                                        GPU fixture tests' files of ../shared there, and exits.
 #
 # Environment:
-#   LATTE_SHARED   the shared fixtures (else ../shared, else ./shared beside the scripts' repo)
+#   LATTE_SHARED   the shared fixtures (else ../shared, else the bundle's shared/ (--bundle-deps),
+#                  else ./shared beside the scripts' repo)
 #   OUT            where the logs go (the device tool copies $OUT back; at most 8 files there),
 #                  else build-gpu/gpu-check-logs
 #   LATTE_GPU_CHECK_LAYERS  layers of the synthetic V2-Lite for the bench (default 4: 1.2 GiB)
@@ -59,6 +61,19 @@ if [ "$mode" = bundle ]; then
     echo "gpu-check: apt-get download failed (run apt-get update first?)" >&2
     exit 1
   }
+  # The fixtures of GpuOffloadFixture (test_offload_session.cpp), which the lent machine does not
+  # have (../shared does not travel), less ds2-v2-tiny-f32 (25 MB: the whole tree that travels is
+  # at most 64 MiB); the GPU machine reads them from $bundle/shared when there is no ../shared.
+  if [ -d "$root/../shared/fixtures" ]; then
+    for f in ds2-mini-mla-f32.{gguf,tokens.txt,logits.f32} ds2-v2-tiny-q8_0.{gguf,tokens.txt,exact-logits.f32} \
+      ds3-tiny-q4_0.{gguf,tokens.txt,exact-logits.f32} llama-gqa-tiny-f32.{gguf,tokens.txt,logits.f32} \
+      kquant/kq-tiny-q4_k_m.{gguf,exact-logits.f32} kquant/kq-tiny.tokens.txt; do
+      mkdir -p "$(dirname "$bundle/shared/fixtures/$f")" && cp "$root/../shared/fixtures/$f" "$bundle/shared/fixtures/$f" || exit 1
+    done
+    echo "gpu-check: copied $(find "$bundle/shared" -type f | wc -l) fixture files into $bundle/shared"
+  else
+    echo "gpu-check: no $root/../shared/fixtures: the GPU fixture tests will skip there" >&2
+  fi
   case "$bundle" in
     "$root"/*)
       rel=${bundle#"$root"/}
@@ -164,6 +179,8 @@ if [ -n "${LATTE_SHARED:-}" ]; then
   shared=$LATTE_SHARED
 elif [ -d "$root/../shared" ]; then
   shared="$root/../shared"
+elif [ -d "$bundle/shared" ]; then
+  shared="$bundle/shared"
 else
   shared="$root/shared"
 fi
@@ -237,7 +254,7 @@ fi
 # ---- device tests ------------------------------------------------------------------------------------
 # Suites of test_ggml_cuda, test_ggml_registry, test_ggml_backend and test_runtime's offload tests:
 # with a GPU each must run. test_placement's run too; one of its tests skips by design on a GPU.
-device_suites='BackendOps|CudaBlockDecode|CudaExpertTiles|CudaGraphOpsSupports|CudaHostMath|CudaSupports|GpuDevices|BackendSplit|OffloadSession|Fixtures/OffloadFixture'
+device_suites='BackendOps|CudaBlockDecode|CudaExpertTiles|CudaGraphOpsSupports|CudaHostMath|CudaSupports|GpuDevices|BackendSplit|OffloadSession|Fixtures/OffloadFixture|Fixtures/GpuOffloadFixture'
 device_re="^($device_suites)\\."
 tests_re="^($device_suites|Placement|PlanCli)\\."
 t=$(date +%s)
@@ -246,8 +263,11 @@ rm -f "$logs/tests.xml"
 (cd "$build" && timeout -k 10 300 ctest -j "$jobs" --timeout 240 --output-on-failure -R "$tests_re" \
   --output-junit "$logs/tests.xml") >"$tests_log" 2>&1
 rc=$?
-total=$(grep -oE 'tests failed out of [0-9]+' "$tests_log" | grep -oE '[0-9]+$' | tail -n 1)
-failed=$(grep -oE '[0-9]+ tests failed out of' "$tests_log" | grep -oE '^[0-9]+' | tail -n 1)
+# "100% tests passed, 0 tests failed out of 68" (CMake 3), "100% tests passed out of 68" (CMake 4).
+ctest_summary=$(grep -E 'tests passed.*out of [0-9]+' "$tests_log" | tail -n 1)
+total=$(grep -oE 'out of [0-9]+' <<<"$ctest_summary" | grep -oE '[0-9]+')
+failed=$(grep -oE '[0-9]+ tests failed' <<<"$ctest_summary" | grep -oE '^[0-9]+')
+[ -n "$total" ] && [ -z "$failed" ] && failed=0
 # From the JUnit file (ctest >= 3.21), one line per test that did not pass: "skip|fail<TAB>name<TAB>
 # reason", the reason "fixture" where its output names a file of $shared it could not find.
 notes=$(awk -v shared="$shared/" '

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ggml-like/backend/scheduler.h"
+#include "ggml-like/registry/backend_registry.h"
 #include "src/runtime/cache_io.h"
 #include "src/runtime/cache_shift.h"
 #include "src/runtime/session.h"
@@ -106,6 +107,48 @@ struct Case {
   Plan plan;
 };
 
+// The fixture's tokens through the session: --cpu-moe the whole prompt at once, long enough for
+// the expert products to run on the device with their experts copied over (32 tokens per expert);
+// the other plans a prompt of 40 tokens, then decode steps.
+std::vector<float> eval_for_plan(latte::Session& s, const latte::Model& model, std::span<const int32_t> all,
+                                 Plan plan) {
+  std::vector<float> logits;
+  if (plan == Plan::kCpuMoe) {
+    logits = s.eval(all);
+    if (model.hparams().moe.n_expert > 0 &&
+        static_cast<int64_t>(all.size()) * model.hparams().moe.n_expert_used >= 32 * model.hparams().moe.n_expert) {
+      EXPECT_GT(s.last_traffic().expert_bytes, 0u) << "the experts were not copied to the device";
+    }
+  } else {
+    logits = s.eval(all.first(40));
+    for (size_t i = 40; i < all.size(); ++i) {
+      const auto step = s.eval(all.subspan(i, 1));
+      logits.insert(logits.end(), step.begin(), step.end());
+    }
+  }
+  EXPECT_GT(s.last_traffic().crossing_bytes, 0u);
+  return logits;
+}
+
+// The logits against the reference within test_forward_fixtures.cpp's bounds.
+void expect_reference_logits(const Fixture& f, Plan plan, const latte::Session& s, const std::vector<float>& ref,
+                             const std::vector<float>& logits, size_t n_tokens, const char* where) {
+  const size_t n_vocab = static_cast<size_t>(s.model().hparams().n_vocab);
+  ASSERT_EQ(logits.size(), n_tokens * n_vocab);
+  const auto m = latte::testing::compare_logits(ref, logits, n_vocab);
+  std::printf("[metrics] %-18s %-8s %-9s nrmse=%.3e mean_kl=%.3e max_kl=%.3e top1=%.3f crossing/token=%zu B\n", f.name,
+              plan_name(plan), where, m.nrmse, m.mean_kl, m.max_kl, m.top1,
+              s.last_traffic().crossing_bytes / static_cast<size_t>(s.last_traffic().tokens));
+  if (f.oracle_nrmse > 0) {  // bounds for quantized files
+    EXPECT_LE(m.nrmse, std::max(1.25 * f.oracle_nrmse, 0.005));
+    EXPECT_LE(m.mean_kl, std::max(1.5 * f.oracle_kl, 1e-4));
+  } else {  // and for exact files with an f32 cache
+    EXPECT_LE(m.nrmse, 1e-3);
+    EXPECT_LE(m.max_kl, 1e-4);
+    EXPECT_EQ(m.top1, 1.0);
+  }
+}
+
 class OffloadFixture : public ::testing::TestWithParam<Case> {};
 
 TEST_P(OffloadFixture, MatchesReferenceLogitsWithTheDeviceHoldingThePlan) {
@@ -124,41 +167,36 @@ TEST_P(OffloadFixture, MatchesReferenceLogitsWithTheDeviceHoldingThePlan) {
   latte::Session s(model, o);
   ASSERT_NE(dev, nullptr);
   expect_device_holds_plan(s, *dev);
-
-  // --cpu-moe: the whole prompt at once, long enough for the expert products to run on the device
-  // with their experts copied over (32 tokens per expert). The others: a prompt, then decode steps.
-  const std::span<const int32_t> all(tokens);
-  std::vector<float> logits;
-  if (plan == Plan::kCpuMoe) {
-    logits = s.eval(all);
-    if (model.hparams().moe.n_expert > 0 &&
-        static_cast<int64_t>(tokens.size()) * model.hparams().moe.n_expert_used >= 32 * model.hparams().moe.n_expert) {
-      EXPECT_GT(s.last_traffic().expert_bytes, 0u) << "the experts were not copied to the device";
-    }
-  } else {
-    logits = s.eval(all.first(40));
-    for (size_t i = 40; i < tokens.size(); ++i) {
-      const auto step = s.eval(all.subspan(i, 1));
-      logits.insert(logits.end(), step.begin(), step.end());
-    }
-  }
+  const std::vector<float> logits = eval_for_plan(s, model, tokens, plan);
   EXPECT_GT(dev->graphs, 0);
-  EXPECT_GT(s.last_traffic().crossing_bytes, 0u);
+  expect_reference_logits(f, plan, s, ref, logits, tokens.size(), "simulated");
+}
 
-  const size_t n_vocab = static_cast<size_t>(model.hparams().n_vocab);
-  ASSERT_EQ(logits.size(), tokens.size() * n_vocab);
-  const auto m = latte::testing::compare_logits(ref, logits, n_vocab);
-  std::printf("[metrics] %-18s %-8s nrmse=%.3e mean_kl=%.3e max_kl=%.3e top1=%.3f crossing/token=%zu B\n", f.name,
-              plan_name(plan), m.nrmse, m.mean_kl, m.max_kl, m.top1,
-              s.last_traffic().crossing_bytes / static_cast<size_t>(s.last_traffic().tokens));
-  if (f.oracle_nrmse > 0) {  // test_forward_fixtures.cpp's bounds for quantized files
-    EXPECT_LE(m.nrmse, std::max(1.25 * f.oracle_nrmse, 0.005));
-    EXPECT_LE(m.mean_kl, std::max(1.5 * f.oracle_kl, 1e-4));
-  } else {  // and for exact files with an f32 cache
-    EXPECT_LE(m.nrmse, 1e-3);
-    EXPECT_LE(m.max_kl, 1e-4);
-    EXPECT_EQ(m.top1, 1.0);
-  }
+// The same on this machine's GPU where there is one (a CUDA build on a GPU machine, as
+// scripts/gpu-check.sh runs it): the session takes its device from the registry, as `latte -ngl`
+// does, and the device's own kernels compute what the simulated device computed on the CPU.
+class GpuOffloadFixture : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GpuOffloadFixture, MatchesReferenceLogitsOnTheGpu) {
+  const ggl::GpuDevices gpus = ggl::gpu_devices();
+  if (gpus.devices.empty()) GTEST_SKIP() << "SKIPPED: " << gpus.why_none;
+  const Fixture& f = kFixtures[GetParam().fixture];
+  const Plan plan = GetParam().plan;
+  LATTE_REQUIRE_SHARED(f.gguf);
+  const auto dir = latte::testing::shared_dir();
+  const latte::Model model((dir / f.gguf).string());
+  const auto tokens = latte::testing::read_token_file(dir / f.tokens);
+  const auto ref = latte::testing::read_f32_file(dir / f.reference);
+
+  latte::SessionOptions o;
+  o.n_threads = 1;
+  o.placement = request_for(plan, static_cast<int>(model.hparams().n_layer));
+  o.cache_type = ggl::Type::F32;
+  o.n_ctx = static_cast<int64_t>(tokens.size());
+  latte::Session s(model, o);
+  ASSERT_NE(s.offload(), nullptr) << "the session did not offload";
+  const std::vector<float> logits = eval_for_plan(s, model, tokens, plan);
+  expect_reference_logits(f, plan, s, ref, logits, tokens.size(), "gpu");
 }
 
 std::vector<Case> all_cases() {
@@ -168,12 +206,15 @@ std::vector<Case> all_cases() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, OffloadFixture, ::testing::ValuesIn(all_cases()), [](const auto& info) {
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   std::string s = std::string(kFixtures[info.param.fixture].name) + "_" + plan_name(info.param.plan);
   for (char& c : s)
     if (!isalnum(static_cast<unsigned char>(c))) c = '_';
   return s;
-});
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, OffloadFixture, ::testing::ValuesIn(all_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, GpuOffloadFixture, ::testing::ValuesIn(all_cases()), case_name);
 
 const char* kTiny = "fixtures/ds2-v2-tiny-f32.gguf";
 
