@@ -217,6 +217,7 @@ void Scheduler::run_part(const Graph& graph, int p, const std::vector<std::vecto
     if (c.from_part == p) leaves_part[c.tensor->index] = 1;
 
   Graph sub;
+  sub.set_batch_invariant(graph.batch_invariant());
   std::vector<Tensor*> mapped(graph.tensors().size(), nullptr);
   // t as a tensor of `sub`: results of this part as replicated, everything else as a leaf over
   // its bytes where this backend can read them (a staged copy, or the leaf's own memory).

@@ -157,7 +157,7 @@ std::vector<char> CpuBackend::barriers_needed(const Graph& graph, int n_threads)
     for (const Tensor* s : n.src)
       if (s && s->data) reads.push_back(range_of(*s));
     writes.push_back(range_of(n));
-    if (cpu_work_bytes(n, n_threads) > 0) {
+    if (cpu_work_bytes(n, n_threads, graph.batch_invariant()) > 0) {
       reads.push_back(work);
       writes.push_back(work);
     }
@@ -207,7 +207,7 @@ void CpuBackend::compute(Graph& graph) {
 
   const auto& nodes = graph.nodes();
   size_t work = 0;
-  for (const Tensor* n : nodes) work = std::max(work, cpu_work_bytes(*n, n_threads_));
+  for (const Tensor* n : nodes) work = std::max(work, cpu_work_bytes(*n, n_threads_, graph.batch_invariant()));
   ensure(work_, work_size_, work);
 
   const int team = threads_for(graph);
@@ -219,6 +219,7 @@ void CpuBackend::compute(Graph& graph) {
     th.work = work_.get();
     th.work_bytes = work_size_;
     th.team_barrier = &none;
+    th.batch_invariant = graph.batch_invariant();
     for (const Tensor* n : nodes) cpu_run_node(*n, th);
     return;
   }
@@ -236,6 +237,7 @@ void CpuBackend::compute(Graph& graph) {
     th.work = work_.get();
     th.work_bytes = work_size_;
     th.team_barrier = barrier.get();
+    th.batch_invariant = graph.batch_invariant();
     for (size_t i = 0; i < nodes.size(); ++i) {
       const Tensor* n = nodes[i];
       if (n->op == Op::kView || n->op == Op::kLeaf) continue;

@@ -5,7 +5,9 @@
 // from a work buffer sized by the most demanding node. Graphs too small to pay for
 // synchronisation run on fewer threads. The matrices it rewrites into interleaved rows when a
 // model is loaded (prepare_weights: repacked_weights.h) are read in place of the file's wherever a
-// graph it is given them in (use_prepared_weights) has one as a leaf.
+// graph it is given them in (use_prepared_weights) has one as a leaf. Batch-invariant graphs
+// (graph.h) take kernel paths chosen without regard to the number of tokens, and attention cut at
+// fixed key positions (cpu/simd/attention_merge.h).
 #pragma once
 #include <cstdint>
 #include <memory>

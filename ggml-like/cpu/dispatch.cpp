@@ -146,7 +146,9 @@ void matvec(Type t, const void* w, int64_t rows, int64_t n, const float* x, floa
 
 void decode_row(Type t, const void* w_row, float* out, int64_t n) { cpu_kernels().decode_row(t, w_row, out, n); }
 
-size_t cpu_work_bytes(const Tensor& node, int n_threads) { return cpu_kernels().node_work_bytes(node, n_threads); }
+size_t cpu_work_bytes(const Tensor& node, int n_threads, bool batch_invariant) {
+  return cpu_kernels().node_work_bytes(node, n_threads, batch_invariant);
+}
 
 void cpu_run_node(const Tensor& node, const CpuThread& th) { cpu_kernels().run_node(node, th); }
 

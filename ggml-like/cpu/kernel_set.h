@@ -26,7 +26,7 @@ struct CpuKernels {
                  float* y, int64_t y_stride, int64_t row_begin, int64_t row_end);
   void (*decode_row)(Type t, const void* w_row, float* out, int64_t n);
   // Every op: scratch bytes of a node, and running it (op_thread.h).
-  size_t (*node_work_bytes)(const Tensor& node, int n_threads);
+  size_t (*node_work_bytes)(const Tensor& node, int n_threads, bool batch_invariant);
   void (*run_node)(const Tensor& node, const CpuThread& th);
   // Whether MHA prefill attention takes 16-bit integers, and whether a flash_attn node does (MHA
   // prefill or grouped heads; attention_int16.h).

@@ -19,6 +19,9 @@ struct CpuThread {
   uint8_t* work = nullptr;  // shared by the team
   size_t work_bytes = 0;
   CpuBarrier* team_barrier = nullptr;
+  // The graph is batch-invariant (graph.h): kernels take the paths whose results per token do not
+  // depend on the number of tokens or threads.
+  bool batch_invariant = false;
 
   // Every thread of the team must call it.
   void barrier() const;
@@ -42,7 +45,7 @@ inline std::pair<int64_t, int64_t> split_range(int64_t n, int ith, int nth) {
 
 // Scratch bytes a node needs for a team of n_threads, and running it, with the kernel set in use
 // (kernel_set.h; the op kernels themselves are in cpu/simd/, compiled once per instruction set).
-size_t cpu_work_bytes(const Tensor& node, int n_threads);
+size_t cpu_work_bytes(const Tensor& node, int n_threads, bool batch_invariant = false);
 void cpu_run_node(const Tensor& node, const CpuThread& th);
 // Rough multiply-add count of a node (decides how many threads a graph is worth).
 double cpu_node_cost(const Tensor& node);

@@ -61,6 +61,7 @@ bool CudaBackend::supports_op(const Tensor& node) const { return cuda::supports(
 
 void CudaBackend::compute(Graph& graph) {
   cuda::check(cudaSetDevice(device_), "cudaSetDevice");
+  if (graph.batch_invariant()) fail("{}: batch-invariant graphs (--deterministic) run on the CPU only", name_);
   for (const Tensor* n : graph.nodes())
     if (!supports_op(*n)) fail("{}: no kernel for {} '{}'", name_, op_name(n->op), n->name);
   for (const Tensor& t : graph.tensors())

@@ -103,6 +103,13 @@ class Graph {
   // Keeps t's bytes alive until the whole graph has run.
   void mark_output(Tensor* t) { t->is_output = true; }
 
+  // Batch-invariant graphs: every token's results come out of the same operations in the same
+  // order whatever else the graph carries (other tokens, other sequences), however its products are
+  // chunked and however many threads run it, so a sequence's logits are bit-identical alone or in
+  // any batch (`--deterministic`). A backend honours it or declines the graph (cpu_backend.h).
+  void set_batch_invariant(bool on) { batch_invariant_ = on; }
+  bool batch_invariant() const { return batch_invariant_; }
+
   // ---- cutting a graph into parts (scheduler.h) ------------------------------------------
   // Whether t was made by input() / input_i32(): bytes the graph owns, which a part running on
   // another backend receives by copy (external leaves stay where their memory is).
@@ -127,6 +134,7 @@ class Graph {
   std::vector<Tensor*> nodes_;
   std::deque<std::vector<uint8_t>> owned_;  // bytes of graph inputs
   std::vector<int> inputs_;                 // their indices
+  bool batch_invariant_ = false;
 };
 
 // Parameters stored in a kRope / kTopK tensor.

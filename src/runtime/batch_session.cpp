@@ -48,6 +48,7 @@ std::vector<float> BatchSession::step(std::span<const SequenceTokens> parts, Log
   if (total == 0) return {};
 
   ggl::Graph graph;
+  graph.set_batch_invariant(options_.deterministic);
   ggl::Tensor* out = build_forward_sequences(graph, model_, batches, which == Logits::kAll);
   backend_->compute(graph);
   const int64_t rows = which == Logits::kAll ? total : static_cast<int64_t>(batches.size());

@@ -15,6 +15,15 @@ SessionOptions resolved_options(const Model& model, SessionOptions o) {
   if (o.n_ctx < 0) ggl::fail("context size {} must be positive", o.n_ctx);
   if (o.n_batch <= 0) ggl::fail("batch size {} must be positive", o.n_batch);
   if (o.n_threads < 0) ggl::fail("thread count {} must not be negative", o.n_threads);
+  if (o.deterministic) {
+    // The absorbed form is what a decode step takes: a token's path must not depend on how many
+    // tokens its graph has.
+    if (o.mla_mode == MlaMode::kNaive) ggl::fail("--deterministic takes the absorbed MLA form, not --mla-mode naive");
+    o.mla_mode = MlaMode::kAbsorb;
+    // What -ngl 0 asks for (nothing on a device) is all it may ask.
+    if (o.placement && (o.placement->gpu_layers.value_or(0) > 0 || !o.placement->overrides.empty()))
+      ggl::fail("--deterministic runs on the CPU only: drop -ngl / -ot");
+  }
   return o;
 }
 
@@ -98,6 +107,7 @@ std::vector<float> Session::eval(std::span<const int32_t> tokens, Logits which) 
         choose_mla_path(model_.hparams(), count, n_past_, options_.mla_mode, mla_speeds(model_, *backend_));
 
     ggl::Graph graph;
+    graph.set_batch_invariant(options_.deterministic);
     ggl::Tensor* out = build_forward(graph, model_, *cache_, batch, &weights());
     if (options_.on_graph_built) options_.on_graph_built(graph);
     backend_->compute(graph);

@@ -30,6 +30,10 @@ struct SessionOptions {
   MlaMode mla_mode = MlaMode::kAuto;      // deepseek2 only
   int n_threads = 0;                      // 0: one per physical core
   int64_t n_batch = 512;                  // most tokens per graph
+  // --deterministic: every graph batch-invariant (graph.h) and MLA always absorbed, so a sequence's
+  // logits are bit-identical whatever else shares its graphs, however its prompt is chunked and
+  // however many threads run it (docs/batching.md). CPU only.
+  bool deterministic = false;
   // GPU offload (docs/offload.md). nullopt: no device is asked for and everything runs on the CPU.
   // With a request and a device backend, the placed weights are uploaded to the device, the
   // placed layers' caches live there, and graphs run through a Scheduler over [device, CPU]. With

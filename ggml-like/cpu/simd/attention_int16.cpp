@@ -484,6 +484,26 @@ void grouped(const Tensor& dst, const Dims& d, const CpuThread& th) {
     return [&](int64_t i) { return dst.f32_row(it.hkv * d.G + it.g0 + i, it.t); };
   };
 
+  if (th.batch_invariant) {  // fixed chunks of keys per item (attention_merge.h)
+    const size_t area = invariant_area_floats(d.N, kWidth, d.Dv);
+    float* areas = reinterpret_cast<float*>(th.work + grouped_per_thread(d) * th.nth);
+    attend_invariant(
+        th, areas, area, items, d.Dv, [&](int64_t item) { return item_at(item).lanes.n; },
+        [&](int64_t item) { return visible_keys(dst, d, item / (d.Hkv * chunks)); },
+        [&](int64_t item, int64_t j0, int64_t j1, float* state) {
+          const Item it = item_at(item);
+          const int64_t n = it.lanes.n;
+          PassState st;
+          run(it, j0, j1, st);
+          for (int64_t g = 0; g < n; ++g) {
+            state[g] = st.m[g];
+            state[n + g] = st.l[g];
+            for (int64_t e = 0; e < d.Dv; ++e) state[2 * n + g * d.Dv + e] = st.acc[e * kWidth + g];
+          }
+        },
+        [&](int64_t item, int64_t g) { return out_rows(item_at(item))(g); });
+    return;
+  }
   if (items >= th.nth) {
     auto [i0, i1] = split_range(items, th.ith, th.nth);
     for (int64_t item = i0; item < i1; ++item) {
@@ -536,9 +556,11 @@ bool attention_int16_applies(const Tensor& dst) {
          (mha_applies(dst, d) || grouped_applies(d, dst));
 }
 
-size_t attention_int16_work(const Tensor& dst, int n_threads) {
+size_t attention_int16_work(const Tensor& dst, int n_threads, bool batch_invariant) {
   const Dims d = dims_of(dst);
-  return mha_applies(dst, d) ? mha_work(d, n_threads) : grouped_per_thread(d) * static_cast<size_t>(n_threads);
+  if (mha_applies(dst, d)) return mha_work(d, n_threads);
+  const size_t invariant = batch_invariant ? invariant_area_floats(d.N, kWidth, d.Dv) * sizeof(float) : 0;
+  return (grouped_per_thread(d) + invariant) * static_cast<size_t>(n_threads);
 }
 
 void attention_int16(const Tensor& dst, const CpuThread& th) {
@@ -554,7 +576,7 @@ const double kGroupedInt16Speedup = 0.0;
 bool mha_int16_takes(int64_t, int64_t) { return false; }
 bool grouped_int16_takes(int64_t, int64_t, int64_t) { return false; }
 bool attention_int16_applies(const Tensor&) { return false; }
-size_t attention_int16_work(const Tensor&, int) { return 0; }
+size_t attention_int16_work(const Tensor&, int, bool) { return 0; }
 void attention_int16(const Tensor&, const CpuThread&) {}
 
 #endif

@@ -7,13 +7,13 @@ namespace ggl::GGL_ISA {
 
 CpuPathCounters g_path_counters{};
 
-size_t node_work_bytes(const Tensor& node, int n_threads) {
+size_t node_work_bytes(const Tensor& node, int n_threads, bool batch_invariant) {
   switch (node.op) {
-    case Op::kMulMat: return cpu_mul_mat_work(node, n_threads);
-    case Op::kMulMatId: return cpu_mul_mat_id_work(node, n_threads);
+    case Op::kMulMat: return cpu_mul_mat_work(node, n_threads, batch_invariant);
+    case Op::kMulMatId: return cpu_mul_mat_id_work(node, n_threads, batch_invariant);
     case Op::kRope: return cpu_rope_work(node, n_threads);
     case Op::kTopK: return cpu_top_k_work(node, n_threads);
-    case Op::kFlashAttn: return cpu_flash_attn_work(node, n_threads);
+    case Op::kFlashAttn: return cpu_flash_attn_work(node, n_threads, batch_invariant);
     default: return 0;
   }
 }

@@ -348,11 +348,22 @@ void attend_group(const Tensor& dst, const Dims& d, int64_t t, int64_t hkv, int6
   attend(dst, d, t, hkv, j0, j1, s);
 }
 
+// Whether the 16-bit kernels take the node. Batch-invariant graphs keep MHA (one head per KV head)
+// on the float path below, item by item: the integer MHA kernel is for prefill alone (a decode
+// token would take another path), and puts several tokens on one pass.
+bool takes_int16(const Tensor& dst, bool batch_invariant) {
+  return attention_int16_applies(dst) && !(batch_invariant && dims_of(dst).G == 1);
+}
+
+// The batch-invariant area of a thread (attention_merge.h), after the float kernels' scratch.
+size_t invariant_area(const Dims& d) { return invariant_area_floats(d.Nkv, d.G, d.Dv); }
+
 }  // namespace
 
-size_t cpu_flash_attn_work(const Tensor& dst, int n_threads) {
-  if (attention_int16_applies(dst)) return attention_int16_work(dst, n_threads);
+size_t cpu_flash_attn_work(const Tensor& dst, int n_threads, bool batch_invariant) {
+  if (takes_int16(dst, batch_invariant)) return attention_int16_work(dst, n_threads, batch_invariant);
   const Dims d = dims_of(dst);
+  if (batch_invariant) return (per_thread_bytes(d) + scratch_size(invariant_area(d) * sizeof(float))) * n_threads;
   return per_thread_bytes(d) * n_threads + scratch_size(partial_floats(d) * n_threads * sizeof(float));
 }
 
@@ -361,9 +372,25 @@ void cpu_flash_attn(const Tensor& dst, const CpuThread& th) {
   const Scratch s = scratch_for(d, th);
   const int64_t items = d.T * d.Hkv;
 
-  if (attention_int16_applies(dst)) {
+  if (takes_int16(dst, th.batch_invariant)) {
     count_path(CpuPath::kAttentionInt16, th);
     return attention_int16(dst, th);
+  }
+  if (th.batch_invariant) {
+    // Items are (token, KV head), each over fixed chunks of its keys.
+    const size_t area = scratch_size(invariant_area(d) * sizeof(float)) / sizeof(float);
+    float* areas = reinterpret_cast<float*>(th.work + per_thread_bytes(d) * th.nth);
+    attend_invariant(
+        th, areas, area, items, d.Dv, [&](int64_t) { return d.G; },
+        [&](int64_t item) { return visible_keys(dst, d, item / d.Hkv); },
+        [&](int64_t item, int64_t j0, int64_t j1, float* state) {
+          attend_group(dst, d, item / d.Hkv, item % d.Hkv, j0, j1, s);
+          std::memcpy(state, s.m, d.G * sizeof(float));
+          std::memcpy(state + d.G, s.l, d.G * sizeof(float));
+          std::memcpy(state + 2 * d.G, s.acc, d.G * d.Dv * sizeof(float));
+        },
+        [&](int64_t item, int64_t g) { return dst.f32_row((item % d.Hkv) * d.G + g, item / d.Hkv); });
+    return;
   }
 #if defined(GGL_ATTN_WIDE)
   // MHA prefill: blocks of 32 consecutive tokens of one head share every key row. Items are

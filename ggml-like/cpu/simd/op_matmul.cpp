@@ -64,17 +64,22 @@ namespace {
 // kquant fixtures), except the routed experts of a decode step (fewer than kIntGemmMinCols
 // columns), which keep the reference engine's 8-bit activations on the rows path (gemm_kquant.cpp;
 // there alone they stay within its distance; the figures are in the same section).
-const IntGemm* int_gemm_for(const Tensor& w, const Tensor& x, bool routed_experts, int64_t cols) {
+// Batch-invariant graphs (graph.h) make neither choice by the number of columns: the 16-bit GEMM
+// wherever it applies, and always its panels (a column's result on the rows path is rounded
+// differently).
+const IntGemm* int_gemm_for(const Tensor& w, const Tensor& x, bool routed_experts, int64_t cols, bool invariant) {
   if (x.type != Type::F32 || x.nb[0] != sizeof(float)) return nullptr;
   const bool int16 = kInt16Gemm.supports(w.type, w.ne[0]);
-  const bool k8 = routed_experts && (cols < kIntGemmMinCols || !int16);
+  const bool k8 = routed_experts && ((!invariant && cols < kIntGemmMinCols) || !int16);
   if (k8 && kInt8KGemm.supports(w.type, w.ne[0])) return &kInt8KGemm;
   if (k8 && kInt8B32Gemm.supports(w.type, w.ne[0])) return &kInt8B32Gemm;
   if (routed_experts && kInt8Gemm.supports(w.type, w.ne[0])) return &kInt8Gemm;
   return int16 ? &kInt16Gemm : nullptr;
 }
 
-bool takes_panels(const IntGemm& gemm, int64_t cols) { return gemm.pack_panel != nullptr && cols >= kIntGemmMinCols; }
+bool takes_panels(const IntGemm& gemm, int64_t cols, bool invariant) {
+  return gemm.pack_panel != nullptr && (invariant || cols >= kIntGemmMinCols);
+}
 
 // The path a product on `gemm` counts as (path_counts.h).
 CpuPath path_of(const IntGemm& gemm) {
@@ -86,8 +91,8 @@ CpuPath path_of(const IntGemm& gemm) {
 
 // The integer path of a product: the team quantizes the activation columns into the shared work
 // area, then each thread multiplies its own weight panels or rows by every column.
-const IntGemm* int_gemm_for_mul_mat(const Tensor& dst) {
-  return int_gemm_for(*dst.src[0], *dst.src[1], false, dst.src[1]->ne[1]);
+const IntGemm* int_gemm_for_mul_mat(const Tensor& dst, bool invariant) {
+  return int_gemm_for(*dst.src[0], *dst.src[1], false, dst.src[1]->ne[1], invariant);
 }
 
 int64_t column_count(const Tensor& x) { return x.ne[1] * x.ne[2] * x.ne[3]; }
@@ -126,12 +131,12 @@ void multiply_columns(const IntGemm& gemm, Type t, const uint8_t* w, size_t row_
 
 }  // namespace
 
-size_t cpu_mul_mat_work(const Tensor& dst, int n_threads) {
-  const IntGemm* gemm = int_gemm_for_mul_mat(dst);
+size_t cpu_mul_mat_work(const Tensor& dst, int n_threads, bool batch_invariant) {
+  const IntGemm* gemm = int_gemm_for_mul_mat(dst, batch_invariant);
   if (!gemm) return 0;
   const int64_t K = dst.src[0]->ne[0];
   return quantized_columns_bytes(*gemm, K, column_count(*dst.src[1])) +
-         (takes_panels(*gemm, dst.src[1]->ne[1]) ? scratch_size(gemm->panel_bytes(K)) * n_threads : 0);
+         (takes_panels(*gemm, dst.src[1]->ne[1], batch_invariant) ? scratch_size(gemm->panel_bytes(K)) * n_threads : 0);
 }
 
 void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
@@ -139,7 +144,7 @@ void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
   const Tensor& x = *dst.src[1];
   const int64_t K = w.ne[0], N = w.ne[1], M = x.ne[1];
   // Every activation column of every batch quantized once; column (c, batch xb) at xb * M + c.
-  const IntGemm* gemm = int_gemm_for_mul_mat(dst);
+  const IntGemm* gemm = int_gemm_for_mul_mat(dst, th.batch_invariant);
   if (gemm) count_path(path_of(*gemm), th);
   uint8_t* columns = th.work;
   const size_t cb = gemm ? gemm->column_bytes(K) : 0;
@@ -151,7 +156,7 @@ void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
     const int64_t b2 = b % dst.ne[2], b3 = b / dst.ne[2];
     return b2 / (dst.ne[2] / x.ne[2]) + x.ne[2] * (b3 / (dst.ne[3] / x.ne[3]));
   };
-  if (gemm && takes_panels(*gemm, M)) {
+  if (gemm && takes_panels(*gemm, M, th.batch_invariant)) {
     // (batch, panel) items per thread.
     uint8_t* panel =
         th.scratch<uint8_t>(scratch_size(gemm->panel_bytes(K)), quantized_columns_bytes(*gemm, K, column_count(x)));
@@ -251,18 +256,20 @@ constexpr int64_t kIdTile = 8;
 struct IdLayout {
   const IntGemm* gemm = nullptr;  // panels for experts with many pairs, rows for the others
   bool panels = false;            // whether any expert can have enough pairs for panels
+  bool invariant = false;         // a batch-invariant graph's: panels for any number of pairs
   size_t shared = 0;              // quantized activation columns (integer path)
   size_t counts, pairs, xtile, ytile, panel, per_thread;
 };
 
-IdLayout id_layout(const Tensor& dst) {
+IdLayout id_layout(const Tensor& dst, bool invariant) {
   const Tensor& w = *dst.src[0];
   const Tensor& x = *dst.src[1];
   const Tensor& ids = *dst.src[2];
   const int64_t K = w.ne[0], E = w.ne[2], P = ids.ne[0] * ids.ne[1];
   IdLayout l{};
-  l.gemm = int_gemm_for(w, x, true, P);
-  l.panels = l.gemm && takes_panels(*l.gemm, P);
+  l.gemm = int_gemm_for(w, x, true, P, invariant);
+  l.invariant = invariant;
+  l.panels = l.gemm && takes_panels(*l.gemm, P, invariant);
   if (l.gemm) l.shared = quantized_columns_bytes(*l.gemm, K, x.ne[1] * x.ne[2]);
   l.counts = 0;
   l.pairs = scratch_size((2 * E + 1) * sizeof(int32_t));  // starts, then fill cursors
@@ -274,8 +281,8 @@ IdLayout id_layout(const Tensor& dst) {
 }
 }  // namespace
 
-size_t cpu_mul_mat_id_work(const Tensor& dst, int n_threads) {
-  const IdLayout l = id_layout(dst);
+size_t cpu_mul_mat_id_work(const Tensor& dst, int n_threads, bool batch_invariant) {
+  const IdLayout l = id_layout(dst, batch_invariant);
   return l.shared + l.per_thread * n_threads;
 }
 
@@ -285,7 +292,7 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
   const Tensor& ids = *dst.src[2];
   const int64_t K = w.ne[0], N = w.ne[1], E = w.ne[2];
   const int64_t k_used = ids.ne[0], T = ids.ne[1], S = x.ne[1];
-  const IdLayout l = id_layout(dst);
+  const IdLayout l = id_layout(dst, th.batch_invariant);
   if (l.gemm) count_path(path_of(*l.gemm), th);
   uint8_t* columns = th.work;  // column (slot s, token t) at s + S * t
   if (l.gemm)
@@ -321,7 +328,7 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
     auto [p0, p1] = split_range(panels, th.ith, th.nth);
     for (int64_t e = 0; e < E; ++e) {
       const int64_t count = start[e + 1] - start[e];
-      if (!takes_panels(*l.gemm, count)) continue;  // done on the rows path below
+      if (count == 0 || !takes_panels(*l.gemm, count, l.invariant)) continue;  // none, or on the rows path below
       const int32_t* ep = pairs + start[e];
       for (int64_t p = p0; p < p1; ++p) {
         const int64_t n0 = p * kIntGemmPanelRows, rows = std::min(kIntGemmPanelRows, N - n0);
@@ -337,7 +344,7 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
   if (n0 >= n1) return;
   const int64_t rows = n1 - n0;
   for (int64_t e = 0; e < E; ++e) {
-    if (l.panels && takes_panels(*l.gemm, start[e + 1] - start[e])) continue;  // done above
+    if (l.panels && takes_panels(*l.gemm, start[e + 1] - start[e], l.invariant)) continue;  // done above
     const uint8_t* we = w.bytes() + e * w.nb[2] + n0 * rb;
     if (l.gemm) {
       const size_t cb = l.gemm->column_bytes(K);

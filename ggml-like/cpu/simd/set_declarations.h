@@ -38,7 +38,7 @@ bool add_weighted_rows_int16(Type t, const void* w, size_t row_stride, int64_t K
                              float* const* y, int n_cols);
 
 // node.cpp: scratch bytes of a node and running it (op_thread.h's cpu_work_bytes, cpu_run_node).
-size_t node_work_bytes(const Tensor& node, int n_threads);
+size_t node_work_bytes(const Tensor& node, int n_threads, bool batch_invariant);
 void run_node(const Tensor& node, const CpuThread& th);
 
 // The op kernels: every thread of the team calls one with the same node (op_thread.h).
@@ -50,10 +50,10 @@ void cpu_swiglu(const Tensor& dst, const CpuThread& th);
 void cpu_sum_rows(const Tensor& dst, const CpuThread& th);
 void cpu_softmax(const Tensor& dst, const CpuThread& th);
 // op_matmul.cpp
-size_t cpu_mul_mat_work(const Tensor& dst, int n_threads);
+size_t cpu_mul_mat_work(const Tensor& dst, int n_threads, bool batch_invariant);
 void cpu_mul_mat(const Tensor& dst, const CpuThread& th);
 void cpu_mul_mat_t(const Tensor& dst, const CpuThread& th);
-size_t cpu_mul_mat_id_work(const Tensor& dst, int n_threads);
+size_t cpu_mul_mat_id_work(const Tensor& dst, int n_threads, bool batch_invariant);
 void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th);
 // op_rope.cpp
 size_t cpu_rope_work(const Tensor& dst, int n_threads);
@@ -67,14 +67,14 @@ void cpu_concat(const Tensor& dst, const CpuThread& th);
 void cpu_cont(const Tensor& dst, const CpuThread& th);
 void cpu_copy(const Tensor& dst, const CpuThread& th);
 // op_attention.cpp (MHA prefill and grouped heads may take attention_int16.cpp)
-size_t cpu_flash_attn_work(const Tensor& dst, int n_threads);
+size_t cpu_flash_attn_work(const Tensor& dst, int n_threads, bool batch_invariant);
 void cpu_flash_attn(const Tensor& dst, const CpuThread& th);
 
 // attention_int16.cpp: MHA prefill and grouped-head attention on 16-bit integers (attention_int16.h).
 bool mha_int16_takes(int64_t Dk, int64_t Dv);
 bool grouped_int16_takes(int64_t Dk, int64_t Dv, int64_t heads);
 bool attention_int16_applies(const Tensor& dst);
-size_t attention_int16_work(const Tensor& dst, int n_threads);
+size_t attention_int16_work(const Tensor& dst, int n_threads, bool batch_invariant);
 void attention_int16(const Tensor& dst, const CpuThread& th);
 extern const double kMhaInt16Speedup;
 extern const double kGroupedInt16Speedup;

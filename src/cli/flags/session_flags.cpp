@@ -43,6 +43,9 @@ void SessionFlags::add_to(CLI::App& app) {
                  "deepseek2 attention: auto (default; absorbed for decode, naive for a prefill when cheaper), "
                  "absorb (W_UK/W_UV folded into queries/outputs, attends the cached latents) or naive (expands the "
                  "latents into per-head K/V)");
+  app.add_flag("--deterministic", deterministic,
+               "bit-identical results whatever else is evaluated beside a sequence, however its prompt is split "
+               "and however many threads run it (kernel paths fixed, absorbed MLA; CPU only; docs/batching.md)");
   const char* group = "llama.cpp flags";
   app.add_option("--n-gpu-layers", gpu_layers,
                  "-ngl N|auto|all: the last N layers on the GPU (all: everything but the token embedding); "
@@ -146,6 +149,7 @@ SessionOptions SessionFlags::options() const {
   note_unsupported();
   o.n_ctx = n_ctx;
   o.mla_mode = *mode;
+  o.deterministic = deterministic;
   o.n_threads = threads;
   if (!lists) o.placement = offload_request(gpu_layers);
   o.op_offload = !no_op_offload;

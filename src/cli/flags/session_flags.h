@@ -1,5 +1,5 @@
 // The engine flags shared by the commands that evaluate a model (eval, run, chat, bench):
-// -c/--ctx-size, -t/--threads, -b/--batch-size, --cache-type, --mla-mode, and llama.cpp's flags
+// -c/--ctx-size, -t/--threads, -b/--batch-size, --cache-type, --mla-mode, --deterministic, and llama.cpp's flags
 // for the same things (-ctk/-ctv, -ub), the GPU placement flags (-ngl, --cpu-moe, --n-cpu-moe,
 // --gpu-budget, -ot, --no-op-offload: they take effect when a GPU backend exists and are noted and
 // run on the CPU otherwise), --no-repack, things this build does not do (-fa off, --no-mmap, --mlock), which
@@ -23,6 +23,7 @@ struct SessionFlags {
   int64_t batch = 512;
   std::string cache_type = "f16";
   std::string mla_mode = "auto";
+  bool deterministic = false;
   // llama.cpp's flags.
   std::string gpu_layers;    // -ngl N|auto|all
   PlacementFlags placement;  // --cpu-moe, --n-cpu-moe, --gpu-budget, -ot
