@@ -296,14 +296,19 @@ void Engine::finish(Slot& s, const std::string& reason, const std::string& error
   u.error = error;
   u.prompt_tokens = static_cast<int64_t>(s.job->prompt.size());
   u.completion_tokens = s.generated;
-  s.channel->push(std::move(u));
+  std::shared_ptr<UpdateChannel> channel = std::move(s.channel);
   s.job.reset();
-  s.channel.reset();
   s.text.reset();
   batch_->clear(s.id);
   s.n_past = 0;
-  std::lock_guard lock(mutex_);
-  ++metrics_.requests_total;
+  {
+    // Counted and published before the client hears of the end, so that what it asks next
+    // (/metrics, /slots) already shows the job finished and its slot free.
+    std::lock_guard lock(mutex_);
+    ++metrics_.requests_total;
+    publish_locked();
+  }
+  channel->push(std::move(u));
 }
 
 }  // namespace latte::server
