@@ -22,7 +22,7 @@ struct ReplyDelta {
 class ReplyText {
  public:
   struct Options {
-    std::vector<std::string> stop;
+    std::vector<std::string> stop{};
     bool split_thinking = false;   // chat: <think> spans go to `reasoning`
     bool starts_thinking = false;  // the generation prompt opened a <think> span
     bool trim_leading_space = false;
