@@ -22,6 +22,7 @@ layers=(
   "src/runtime src/synth"
   "src/generate src/bench"
   "src/chat"
+  "src/server"
   "src/cli"
 )
 

@@ -31,7 +31,7 @@
 #   LATTE_CUDA_ARCH         the CUDA architecture to build for, instead of asking nvidia-smi
 #   LATTE_GPU_DEPS          the package bundle (default .gpu-deps/ in the repository)
 #
-# The build's libraries (fmt, CLI11, nlohmann-json, xsimd, PCRE2, libedit, GoogleTest, pkg-config)
+# The build's libraries (fmt, CLI11, nlohmann-json, xsimd, PCRE2, libedit, cpp-httplib, GoogleTest, pkg-config)
 # may be missing on the GPU machine, which has no network: `--bundle-deps` here puts their Debian
 # packages in .gpu-deps/ (ignored by git through .git/info/exclude; carry it), and this script
 # unpacks them into build-gpu/deps/ and builds against them whenever that folder exists.
@@ -42,8 +42,13 @@ build="$root/build-gpu"
 bundle="${LATTE_GPU_DEPS:-$root/.gpu-deps}"
 # Library packages of the build (scripts/install-deps.sh's list, less the compilers and tools a
 # CUDA machine has) and the runtime libraries they link, for a machine with g++ and nothing else.
+# cpp-httplib (latte serve) is compiled with OpenSSL, zlib and Brotli support: its header includes
+# theirs and its .pc file requires theirs, so their -dev packages come too, with the runtime
+# libraries a bare CUDA image may lack (libssl3, libbrotli1; zlib1g is in every Ubuntu).
 bundle_packages=(libfmt-dev libfmt9 libcli11-dev nlohmann-json3-dev libxsimd-dev xtl-dev libpcre2-dev libpcre2-8-0
-                 libedit-dev libedit2 libbsd0 libmd0 libgtest-dev libgmock-dev pkgconf pkgconf-bin libpkgconf3 pkg-config)
+                 libedit-dev libedit2 libbsd0 libmd0 libcpp-httplib-dev libcpp-httplib0.11 libssl-dev libssl3
+                 zlib1g-dev libbrotli-dev libbrotli1 libgtest-dev libgmock-dev pkgconf pkgconf-bin libpkgconf3
+                 pkg-config)
 
 mode=gpu
 case "${1:-}" in

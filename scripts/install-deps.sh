@@ -8,7 +8,7 @@
 # which qemu-aarch64 (qemu-user) runs the tests with.
 set -euo pipefail
 packages=(cmake g++ make ninja-build pkg-config ccache qemu-user libomp-dev libxsimd-dev xtl-dev nlohmann-json3-dev
-          libcli11-dev libfmt-dev libpcre2-dev libedit-dev libgtest-dev libgmock-dev)
+          libcli11-dev libfmt-dev libpcre2-dev libedit-dev libcpp-httplib-dev libgtest-dev libgmock-dev)
 aarch64=0
 cuda=0
 for option in "$@"; do
@@ -16,8 +16,9 @@ for option in "$@"; do
     --aarch64)
       aarch64=1
       # Header-only arch:all packages (xtl, nlohmann-json, CLI11) serve both architectures.
+      # libcpp-httplib-dev:arm64 brings the arm64 OpenSSL, zlib and Brotli it links (latte serve).
       packages+=(g++-aarch64-linux-gnu libc6:arm64 libstdc++6:arm64 libgomp1:arm64 libxsimd-dev:arm64 libfmt-dev:arm64
-                 libpcre2-dev:arm64 libedit-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64) ;;
+                 libpcre2-dev:arm64 libedit-dev:arm64 libcpp-httplib-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64) ;;
     --cuda) cuda=1 ;;
     # clang and its sanitizer and libFuzzer runtimes: the ASan+UBSan build and the fuzzer (.ci/run).
     --sanitize) packages+=(clang libclang-rt-14-dev) ;;

@@ -23,6 +23,7 @@ int cmd_convert(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_eval(int argc, char** argv);
 int cmd_chat(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_batched_bench(int argc, char** argv);
 int cmd_synth(int argc, char** argv);

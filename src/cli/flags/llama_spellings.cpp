@@ -27,6 +27,8 @@ constexpr LlamaSpelling kSpellings[] = {
     {"-npp", "--n-pp", ""},
     {"-ntg", "--n-tg", ""},
     {"-npl", "--n-pl", ""},
+    // llama-server's.
+    {"-np", "--parallel", ""},
 };
 
 }  // namespace

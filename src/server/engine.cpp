@@ -1,0 +1,314 @@
+#include "src/server/engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <optional>
+
+#include "ggml-like/core/error.h"
+#include "src/sampling/sampler.h"
+#include "src/server/api_error.h"
+#include "src/server/reply_text.h"
+#include "src/server/token_penalties.h"
+
+namespace latte::server {
+
+struct Engine::Slot {
+  int id = 0;
+  // The job in the slot; none when idle.
+  std::optional<EngineJob> job;
+  std::shared_ptr<UpdateChannel> channel;
+  std::optional<Sampler> sampler;
+  std::optional<TokenPenalties> penalties;
+  std::unique_ptr<ReplyText> text;
+  size_t prompt_done = 0;   // prompt tokens evaluated
+  int32_t last_token = -1;  // sampled, to be evaluated in the next step
+  int64_t generated = 0;
+  int64_t n_past = 0;
+
+  bool busy() const { return job.has_value(); }
+  bool reading_prompt() const { return busy() && prompt_done < job->prompt.size(); }
+};
+
+Engine::Engine(const Model& model, const Tokenizer& tokenizer, EngineOptions options)
+    : model_(model), tokenizer_(tokenizer), options_(std::move(options)) {
+  if (options_.n_slots < 1) ggl::fail("{} slots: there must be at least one", options_.n_slots);
+  batch_ = std::make_unique<BatchSession>(model_, options_.n_slots, options_.session);
+  options_.session.n_ctx = batch_->n_ctx();
+  for (int i = 0; i < options_.n_slots; ++i) {
+    slots_.push_back(std::make_unique<Slot>());
+    slots_.back()->id = i;
+  }
+  metrics_.n_slots = options_.n_slots;
+  publish_locked();
+  thread_ = std::thread([this] { run(); });
+}
+
+Engine::~Engine() { stop(); }
+
+std::shared_ptr<UpdateChannel> Engine::submit(EngineJob job) {
+  if (job.prompt.empty()) bad_request("the prompt is empty (and the model adds no BOS token)");
+  const int64_t n_vocab = model_.hparams().n_vocab;
+  for (int32_t t : job.prompt)
+    if (t < 0 || t >= n_vocab) bad_request("token id {} is outside the vocabulary (0..{})", t, n_vocab - 1);
+  if (static_cast<int64_t>(job.prompt.size()) > slot_context())
+    bad_request("the prompt has {} tokens, more than the context of {} tokens of a slot", job.prompt.size(),
+                slot_context());
+  try {
+    job.sampling.validate();
+  } catch (const ggl::Error& e) {
+    bad_request("{}", e.what());
+  }
+  auto channel = std::make_shared<UpdateChannel>();
+  {
+    std::lock_guard lock(mutex_);
+    if (draining_ || stop_) throw ApiError(503, "unavailable_error", "the server is shutting down");
+    // Jobs in the queue take the idle slots first; beyond those, max_queued may wait.
+    const auto idle_slots =
+        std::count_if(published_.begin(), published_.end(), [](const SlotInfo& s) { return s.state == "idle"; });
+    if (static_cast<int64_t>(queue_.size()) >= options_.max_queued + idle_slots)
+      throw ApiError(
+          503, "unavailable_error",
+          fmt::format("the server is busy: {} requests are waiting for a slot (--max-queued); try again later",
+                      queue_.size()));
+    queue_.push_back({std::move(job), channel});
+    metrics_.queued = static_cast<int>(queue_.size());
+  }
+  wake_.notify_one();
+  return channel;
+}
+
+void Engine::drain() {
+  std::lock_guard lock(mutex_);
+  draining_ = true;
+}
+
+void Engine::cut_all() {
+  {
+    std::lock_guard lock(mutex_);
+    cut_ = true;
+  }
+  wake_.notify_one();
+}
+
+void Engine::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    draining_ = cut_ = stop_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Engine::idle() const {
+  std::lock_guard lock(mutex_);
+  return queue_.empty() && metrics_.processing == 0;
+}
+
+EngineMetrics Engine::metrics() const {
+  std::lock_guard lock(mutex_);
+  return metrics_;
+}
+
+std::vector<SlotInfo> Engine::slots() const {
+  std::lock_guard lock(mutex_);
+  return published_;
+}
+
+void Engine::publish_locked() {
+  published_.clear();
+  int processing = 0;
+  for (const auto& s : slots_) {
+    SlotInfo info;
+    info.id = s->id;
+    info.n_ctx = slot_context();
+    info.n_past = s->n_past;
+    if (s->busy()) {
+      ++processing;
+      info.state = s->reading_prompt() ? "prompt" : "generating";
+      info.prompt_tokens = static_cast<int64_t>(s->job->prompt.size());
+      info.generated_tokens = s->generated;
+    }
+    published_.push_back(info);
+  }
+  metrics_.processing = processing;
+  metrics_.queued = static_cast<int>(queue_.size());
+}
+
+// Moves queued jobs into free slots (a job whose client already left is dropped).
+void Engine::admit_locked() {
+  for (auto& slot : slots_) {
+    if (queue_.empty()) break;
+    if (slot->busy()) continue;
+    QueuedJob q = std::move(queue_.front());
+    queue_.pop_front();
+    if (q.channel->cancelled()) {
+      ++metrics_.requests_total;
+      ++metrics_.requests_cancelled;
+      continue;
+    }
+    Slot& s = *slot;
+    s.channel = std::move(q.channel);
+    s.sampler.emplace(q.job.sampling);
+    s.penalties.emplace(q.job.presence_penalty, q.job.frequency_penalty);
+    s.text = std::make_unique<ReplyText>(tokenizer_, ReplyText::Options{.stop = q.job.stop,
+                                                                        .split_thinking = q.job.chat,
+                                                                        .starts_thinking = q.job.starts_thinking,
+                                                                        .trim_leading_space = q.job.chat});
+    // The prompt counts for the repetition penalty, as in `latte run`.
+    for (int32_t t : q.job.prompt) s.sampler->accept(t);
+    s.prompt_done = 0;
+    s.generated = 0;
+    s.n_past = 0;
+    s.last_token = -1;
+    metrics_.prompt_tokens_total += q.job.prompt.size();
+    s.job = std::move(q.job);
+    batch_->clear(s.id);
+  }
+}
+
+void Engine::run() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    if (cut_) {
+      // Jobs never admitted end with nothing generated; those in slots are cut in step().
+      for (QueuedJob& q : queue_) {
+        ReplyUpdate u;
+        u.done = true;
+        u.finish_reason = "length";
+        u.prompt_tokens = static_cast<int64_t>(q.job.prompt.size());
+        q.channel->push(std::move(u));
+        ++metrics_.requests_total;
+      }
+      queue_.clear();
+    }
+    admit_locked();
+    const bool any_busy = std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->busy(); });
+    if (!any_busy) {
+      publish_locked();
+      cut_ = false;
+      if (stop_) return;
+      wake_.wait(lock, [this] { return stop_ || cut_ || !queue_.empty(); });
+      continue;
+    }
+    const bool cut = cut_;
+    lock.unlock();
+    if (cut) {
+      for (auto& s : slots_)
+        if (s->busy()) finish(*s, "length");
+    } else {
+      step();
+    }
+    lock.lock();
+    publish_locked();
+  }
+}
+
+void Engine::step() {
+  // A client that went away frees its slot before anything else is evaluated for it.
+  for (auto& s : slots_) {
+    if (s->busy() && s->channel->cancelled()) {
+      s->job.reset();
+      s->channel.reset();
+      s->text.reset();
+      batch_->clear(s->id);
+      s->n_past = 0;
+      std::lock_guard lock(mutex_);
+      ++metrics_.requests_total;
+      ++metrics_.requests_cancelled;
+    }
+  }
+  std::vector<SequenceTokens> parts;
+  std::vector<Slot*> owners;
+  int64_t budget = options_.session.n_batch;
+  for (auto& s : slots_) {
+    if (!s->busy() || s->reading_prompt()) continue;
+    parts.push_back({s->id, {&s->last_token, 1}});
+    owners.push_back(s.get());
+    --budget;
+  }
+  for (auto& s : slots_) {
+    if (!s->reading_prompt() || budget <= 0) continue;
+    const std::vector<int32_t>& prompt = s->job->prompt;
+    const size_t n = std::min(prompt.size() - s->prompt_done, static_cast<size_t>(budget));
+    parts.push_back({s->id, std::span(prompt).subspan(s->prompt_done, n)});
+    owners.push_back(s.get());
+    budget -= static_cast<int64_t>(n);
+  }
+  if (parts.empty()) return;
+
+  std::vector<float> logits;
+  try {
+    logits = batch_->step(parts, Logits::kLast);
+  } catch (const std::exception& e) {
+    // The step changed no sequence (BatchSession's guarantee); its jobs cannot go on.
+    for (Slot* s : owners) finish(*s, "stop", e.what());
+    return;
+  }
+  const auto n_vocab = static_cast<size_t>(model_.hparams().n_vocab);
+  for (size_t i = 0; i < owners.size(); ++i) {
+    Slot& s = *owners[i];
+    s.n_past += static_cast<int64_t>(parts[i].tokens.size());
+    if (s.reading_prompt()) {
+      s.prompt_done += parts[i].tokens.size();
+      if (s.reading_prompt()) continue;  // more prompt chunks to come: its logits are not needed
+    }
+    sample_next(s, std::span(logits).subspan(i * n_vocab, n_vocab));
+  }
+}
+
+void Engine::sample_next(Slot& s, std::span<float> logits) {
+  const EngineJob& job = *s.job;
+  if (job.ignore_eos)
+    for (int32_t t : tokenizer_.eog_ids()) logits[static_cast<size_t>(t)] = -INFINITY;
+  s.penalties->apply(logits);
+  const int32_t token = s.sampler->sample(logits);
+  s.sampler->accept(token);
+  s.penalties->accept(token);
+  ++s.generated;
+  {
+    std::lock_guard lock(mutex_);
+    ++metrics_.generated_tokens_total;
+  }
+  if (tokenizer_.is_eog(token)) return finish(s, "stop");
+  ReplyDelta delta = s.text->push(token);
+  if (!delta.content.empty() || !delta.reasoning.empty()) {
+    ReplyUpdate u;
+    u.content = std::move(delta.content);
+    u.reasoning = std::move(delta.reasoning);
+    s.channel->push(std::move(u));
+  }
+  if (s.text->stopped()) return finish(s, "stop");
+  // The token limit, or no room left in the slot to evaluate the token just sampled.
+  if ((job.max_tokens > 0 && s.generated >= job.max_tokens) || s.n_past >= slot_context()) return finish(s, "length");
+  s.last_token = token;
+}
+
+void Engine::finish(Slot& s, const std::string& reason, const std::string& error) {
+  ReplyDelta rest = s.text->finish();
+  ReplyUpdate u;
+  u.content = std::move(rest.content);
+  u.reasoning = std::move(rest.reasoning);
+  u.done = true;
+  u.finish_reason = reason;
+  u.error = error;
+  u.prompt_tokens = static_cast<int64_t>(s.job->prompt.size());
+  u.completion_tokens = s.generated;
+  std::shared_ptr<UpdateChannel> channel = std::move(s.channel);
+  s.job.reset();
+  s.text.reset();
+  batch_->clear(s.id);
+  s.n_past = 0;
+  {
+    // Counted and published before the client hears of the end, so that what it asks next
+    // (/metrics, /slots) already shows the job finished and its slot free.
+    std::lock_guard lock(mutex_);
+    ++metrics_.requests_total;
+    publish_locked();
+  }
+  channel->push(std::move(u));
+}
+
+}  // namespace latte::server

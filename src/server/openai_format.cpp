@@ -1,0 +1,133 @@
+#include "src/server/openai_format.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <random>
+
+namespace latte::server {
+namespace {
+
+using nlohmann::json;
+
+bool is_chat(const ReplyHeader& h) { return h.endpoint == Endpoint::kChatCompletions; }
+
+json chunk_with(const ReplyHeader& h, json choice) {
+  choice["index"] = 0;
+  if (!choice.contains("finish_reason")) choice["finish_reason"] = nullptr;
+  if (!is_chat(h)) choice["logprobs"] = nullptr;
+  return {{"id", h.id},
+          {"object", is_chat(h) ? "chat.completion.chunk" : "text_completion"},
+          {"created", h.created},
+          {"model", h.model},
+          {"choices", json::array({std::move(choice)})}};
+}
+
+}  // namespace
+
+ReplyHeader new_reply_header(Endpoint endpoint, std::string model) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const uint64_t a = rng(), b = rng();
+  ReplyHeader h;
+  h.endpoint = endpoint;
+  h.id = fmt::format("{}-{:016x}{:08x}", endpoint == Endpoint::kChatCompletions ? "chatcmpl" : "cmpl", a,
+                     static_cast<uint32_t>(b));
+  h.created =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  h.model = std::move(model);
+  return h;
+}
+
+json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
+  return {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens}};
+}
+
+json completion_response(const ReplyHeader& h, const std::string& content, const std::string& reasoning,
+                         const ReplyUpdate& last) {
+  json choice = {{"index", 0}, {"finish_reason", last.finish_reason}, {"logprobs", nullptr}};
+  if (is_chat(h)) {
+    json message = {{"role", "assistant"}, {"content", content}};
+    if (!reasoning.empty()) message["reasoning_content"] = reasoning;
+    choice["message"] = std::move(message);
+  } else {
+    choice["text"] = content;
+  }
+  return {{"id", h.id},
+          {"object", is_chat(h) ? "chat.completion" : "text_completion"},
+          {"created", h.created},
+          {"model", h.model},
+          {"choices", json::array({std::move(choice)})},
+          {"usage", usage_json(last.prompt_tokens, last.completion_tokens)}};
+}
+
+json role_chunk(const ReplyHeader& h) { return chunk_with(h, {{"delta", {{"role", "assistant"}, {"content", ""}}}}); }
+
+json text_chunk(const ReplyHeader& h, const std::string& content, const std::string& reasoning) {
+  if (!is_chat(h)) return chunk_with(h, {{"text", content}});
+  json delta = json::object();
+  if (!content.empty()) delta["content"] = content;
+  if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
+  return chunk_with(h, {{"delta", std::move(delta)}});
+}
+
+json finish_chunk(const ReplyHeader& h, const std::string& finish_reason) {
+  if (!is_chat(h)) return chunk_with(h, {{"text", ""}, {"finish_reason", finish_reason}});
+  return chunk_with(h, {{"delta", json::object()}, {"finish_reason", finish_reason}});
+}
+
+json usage_chunk(const ReplyHeader& h, const ReplyUpdate& last) {
+  json j = chunk_with(h, json::object());
+  j["choices"] = json::array();
+  j["usage"] = usage_json(last.prompt_tokens, last.completion_tokens);
+  return j;
+}
+
+std::string sse_event(const json& j) {
+  std::string s = "data: ";
+  s += j.dump(-1, ' ', false, json::error_handler_t::replace);
+  s += "\n\n";
+  return s;
+}
+
+json models_json(const std::string& model, int64_t created, int64_t n_ctx_slot, int64_t n_vocab) {
+  return {{"object", "list"},
+          {"data", json::array({{{"id", model},
+                                 {"object", "model"},
+                                 {"created", created},
+                                 {"owned_by", "latte"},
+                                 {"meta", {{"n_ctx_slot", n_ctx_slot}, {"n_vocab", n_vocab}}}}})}};
+}
+
+json slots_json(const std::vector<SlotInfo>& slots) {
+  json out = json::array();
+  for (const SlotInfo& s : slots)
+    out.push_back({{"id", s.id},
+                   {"state", s.state},
+                   {"is_processing", s.state != "idle"},
+                   {"n_ctx", s.n_ctx},
+                   {"n_past", s.n_past},
+                   {"n_prompt_tokens", s.prompt_tokens},
+                   {"n_decoded", s.generated_tokens}});
+  return out;
+}
+
+std::string metrics_text(const EngineMetrics& m) {
+  std::string out;
+  auto metric = [&out](const char* name, const char* type, const char* help, auto value) {
+    out += fmt::format("# HELP latte_{0} {1}\n# TYPE latte_{0} {2}\nlatte_{0} {3}\n", name, help, type, value);
+  };
+  metric("requests_total", "counter", "Requests finished (completed, cut at a limit or cancelled).", m.requests_total);
+  metric("requests_cancelled_total", "counter", "Requests whose client went away before the end.",
+         m.requests_cancelled);
+  metric("prompt_tokens_total", "counter", "Prompt tokens evaluated.", m.prompt_tokens_total);
+  metric("generated_tokens_total", "counter", "Tokens generated.", m.generated_tokens_total);
+  metric("requests_processing", "gauge", "Requests in a slot.", m.processing);
+  metric("requests_queued", "gauge", "Requests waiting for a slot.", m.queued);
+  metric("slots_busy", "gauge", "Slots holding a request.", m.processing);
+  metric("slots_total", "gauge", "Slots (--parallel).", m.n_slots);
+  return out;
+}
+
+}  // namespace latte::server
