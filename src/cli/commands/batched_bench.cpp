@@ -1,11 +1,13 @@
 // `latte batched-bench -m MODEL [-npp 128,...] [-ntg 128,...] [-npl 1,2,4,...] [-c N_KV_MAX] [-b N]
 // [-t N] [--output-format md|jsonl]`: llama-batched-bench's table (and its jsonl keys) for B
 // sequences evaluated together, one graph per step (src/bench/batched_bench.h). -npp, -ntg and
-// -npl are llama's spellings of --n-pp, --n-tg and --n-pl (llama_spellings.cpp).
+// -npl are llama's spellings of --n-pp, --n-tg and --n-pl (llama_spellings.cpp). `--mixed-load`
+// measures the 4-prompts-beside-16-decoders step instead (src/bench/mixed_load.h).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "src/bench/batched_bench.h"
 #include "src/bench/bench_report.h"
 #include "src/bench/bench_runner.h"
+#include "src/bench/mixed_load.h"
 #include "src/cli/commands/commands.h"
 #include "src/cli/default_model.h"
 #include "src/cli/flags/flag_checks.h"
@@ -22,6 +25,45 @@
 #include "src/cli/flags/session_flags.h"
 
 namespace latte::cli {
+
+namespace {
+
+template <class Print>
+void print_mixed_load(const bench::MixedLoadResult& r, const bench::BatchedBenchOptions& o, bool jsonl, Print&& print) {
+  const int64_t lo = *std::min_element(r.decoder_cached.begin(), r.decoder_cached.end());
+  const int64_t hi = *std::max_element(r.decoder_cached.begin(), r.decoder_cached.end());
+  if (jsonl) {
+    for (const bench::PromptRequest& p : r.prompts)
+      print(nlohmann::json{{"request", "prompt"}, {"cached", p.cached}, {"new", p.fresh}, {"ttft", p.ttft}}.dump() +
+            "\n");
+    print(nlohmann::json{{"request", "decode"},
+                         {"sequences", r.decoder_cached.size()},
+                         {"cached_min", lo},
+                         {"cached_max", hi},
+                         {"steps", r.steps},
+                         {"t_mixed", r.t_mixed},
+                         {"speed_tg_mixed", r.decode_speed_mixed()},
+                         {"t_alone", r.t_alone},
+                         {"speed_tg_alone", r.decode_speed_alone()}}
+              .dump() +
+          "\n");
+    return;
+  }
+  print(fmt::format("cpu: {} | {}\n", bench::cpu_model_name(), ggl::describe_cpu_kernels(ggl::cpu_kernels())));
+  print(fmt::format("n_batch = {}, cache = {}, n_threads = {}: {} prompts beside {} decoding sequences, {} steps\n\n",
+                    o.n_batch, ggl::type_name(o.session.cache_type), o.session.n_threads, r.prompts.size(),
+                    r.decoder_cached.size(), r.steps));
+  print("| request | cached |  new |  TTFT ms |\n|---------|--------|------|----------|\n");
+  for (const bench::PromptRequest& p : r.prompts)
+    print(fmt::format("| prompt  | {:6} | {:4} | {:8.1f} |\n", p.cached, p.fresh, 1000 * p.ttft));
+  print(fmt::format(
+      "\n| decoding | cached    | S_TG t/s beside the prompts | S_TG t/s alone |\n"
+      "|----------|-----------|-----------------------------|----------------|\n"
+      "| {:8} | {:>9} | {:27.2f} | {:14.2f} |\n",
+      r.decoder_cached.size(), fmt::format("{}..{}", lo, hi), r.decode_speed_mixed(), r.decode_speed_alone()));
+}
+
+}  // namespace
 
 int cmd_batched_bench(int argc, char** argv) {
   auto print = [](const std::string& s) {  // a row as soon as it is measured
@@ -37,6 +79,10 @@ int cmd_batched_bench(int argc, char** argv) {
   add_integer_list(app, "--n-tg", opts.n_tg, "generated tokens per sequence, comma-separated", 1)->default_str("128");
   add_integer_list(app, "--n-pl", opts.n_pl, "sequences decoded together, comma-separated", 1)->default_str("1");
   app.add_option("--output-format", output, "md (a table) or jsonl (one JSON object per line)")->capture_default_str();
+  bool mixed_load = false;
+  app.add_flag("--mixed-load", mixed_load,
+               "instead: 4 prompts (64/128/256/256 new tokens after 512/0/0/256 cached) read beside 16 sequences "
+               "decoding with 50..400 cached tokens; each prompt's time to first token and the decoding rate");
   session_flags.add_to(app);
   if (const auto done = parse_flags(app, argc, argv)) return *done;
   if (output != "md" && output != "jsonl") ggl::fail("--output-format '{}' is not md or jsonl", output);
@@ -48,6 +94,15 @@ int cmd_batched_bench(int argc, char** argv) {
   const Model model(model_path, session_flags.model_options());
   bench::prefault_weights(model);
   const int threads = opts.session.n_threads;
+  if (mixed_load) {
+    if (app.count("--n-pp") + app.count("--n-tg") + app.count("--n-pl") > 0)
+      ggl::fail("--mixed-load has its own prompts and sequences: drop -npp / -ntg / -npl");
+    bench::MixedLoadOptions mixed;
+    mixed.n_batch = opts.n_batch;
+    mixed.session = opts.session;
+    print_mixed_load(bench::run_mixed_load(model, mixed), opts, output == "jsonl", print);
+    return 0;
+  }
   if (output == "md") {
     print(fmt::format("cpu: {} | {}\n", bench::cpu_model_name(), ggl::describe_cpu_kernels(ggl::cpu_kernels())));
     print(fmt::format("n_kv_max = {}, n_batch = {}, cache = {}, n_threads = {}\n\n", opts.n_kv_max, opts.n_batch,

@@ -69,6 +69,45 @@ TEST(BatchedBenchCli, MarkdownTableHasOneRowPerTest) {
   EXPECT_EQ(rows, 4) << r.out;
 }
 
+// --mixed-load: 4 prompts (704 new tokens) beside 16 decoders; with -b 116 each step carries the 16
+// decode tokens and 100 prompt tokens, first come first, so the prompts are read in
+// ceil(704 / 100) = 8 steps and finish in their order.
+TEST(BatchedBenchCli, MixedLoadReadsThePromptsBesideTheDecoders) {
+  LATTE_REQUIRE_SHARED("fixtures/ds2-v2-tiny-q8_0.gguf");
+  const auto r = run_latte("batched-bench -m " + fixture() + " --mixed-load -b 116 -t 2 --output-format jsonl", false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 5u) << r.out;
+  const std::pair<int64_t, int64_t> prompts[] = {{512, 64}, {0, 128}, {0, 256}, {256, 256}};
+  double last_ttft = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    const nlohmann::json j = nlohmann::json::parse(lines[i]);
+    EXPECT_EQ(j["request"], "prompt");
+    EXPECT_EQ(j["cached"], prompts[i].first);
+    EXPECT_EQ(j["new"], prompts[i].second);
+    EXPECT_GE(j["ttft"].get<double>(), last_ttft) << lines[i];
+    last_ttft = j["ttft"];
+  }
+  const nlohmann::json d = nlohmann::json::parse(lines[4]);
+  EXPECT_EQ(d["request"], "decode");
+  EXPECT_EQ(d["sequences"], 16);
+  EXPECT_EQ(d["cached_min"], 50);
+  EXPECT_EQ(d["cached_max"], 400);
+  EXPECT_EQ(d["steps"], 8);
+  EXPECT_LE(last_ttft, d["t_mixed"].get<double>());
+  EXPECT_NEAR(d["speed_tg_mixed"].get<double>(), 16 * 8 / d["t_mixed"].get<double>(),
+              1e-6 * d["speed_tg_mixed"].get<double>());
+  EXPECT_NEAR(d["speed_tg_alone"].get<double>(), 16 * 8 / d["t_alone"].get<double>(),
+              1e-6 * d["speed_tg_alone"].get<double>());
+
+  for (const auto& [flags, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--mixed-load -npl 4", "drop -npp / -ntg / -npl"}, {"--mixed-load -b 16", "leaves no room"}}) {
+    const auto bad = run_latte("batched-bench -m " + fixture() + " " + flags);
+    EXPECT_NE(bad.exit_code, 0) << flags;
+    EXPECT_NE(bad.out.find(says), std::string::npos) << flags << ": " << bad.out;
+  }
+}
+
 TEST(BatchedBenchCli, BadFlagsAreOneLineErrors) {
   LATTE_REQUIRE_SHARED("fixtures/ds2-v2-tiny-q8_0.gguf");
   for (const auto& [flags, says] :
