@@ -36,19 +36,27 @@ void check_cache_type(const Hparams& hp, ggl::Type t) {
     case ggl::Type::F32:
     case ggl::Type::F16:
     case ggl::Type::BF16: return;
-    case ggl::Type::Q8_0: {
+    case ggl::Type::Q8_0:
+    case ggl::Type::Q4_0: {
       // Rows are written and read in parts (latent and rope key; per-head slices): each part
       // must be whole blocks.
       const int64_t parts[] = {hp.is_mla() ? hp.mla.kv_lora_rank : hp.head_dim_k,
                                hp.is_mla() ? hp.mla.qk_rope : hp.head_dim_v};
       for (int64_t p : parts)
         if (p % ggl::kQuantBlock != 0)
-          ggl::fail("cache type q8_0 needs row parts that are multiples of {} elements; this model has {}",
-                    ggl::kQuantBlock, p);
+          ggl::fail("cache type {} needs row parts that are multiples of {} elements; this model has {}",
+                    ggl::type_name(t), ggl::kQuantBlock, p);
       return;
     }
-    default: ggl::fail("unsupported cache type {} (use f32, f16, bf16 or q8_0)", ggl::type_name(t));
+    default: ggl::fail("unsupported cache type {} (use one of {})", ggl::type_name(t), kCacheTypeNames);
   }
+}
+
+std::optional<ggl::Type> cache_type_from_name(std::string_view name) {
+  const auto t = ggl::type_from_name(name);
+  const ggl::Type cache_types[] = {ggl::Type::F32, ggl::Type::F16, ggl::Type::BF16, ggl::Type::Q8_0, ggl::Type::Q4_0};
+  if (!t || std::find(std::begin(cache_types), std::end(cache_types), *t) == std::end(cache_types)) return std::nullopt;
+  return t;
 }
 
 KvCache::KvCache(const Hparams& hp, int64_t n_ctx, ggl::Type type, const std::vector<ggl::Backend*>& device_of_layer)

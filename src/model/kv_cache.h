@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "ggml-like/graph/graph.h"
@@ -30,9 +32,12 @@ CacheLayout cache_layout(const Hparams& hp);
 // Bytes one token takes in the cache (all layers and streams) with elements of type t.
 size_t cache_bytes_per_token(const Hparams& hp, ggl::Type t);
 
-// Throws ggl::Error unless t can hold this model's cache rows (f32, f16, bf16, or q8_0 when
-// every row part is a whole number of 32-element blocks).
+// Throws ggl::Error unless t can hold this model's cache rows (f32, f16, bf16, or q8_0 / q4_0
+// when every row part is a whole number of 32-element blocks).
 void check_cache_type(const Hparams& hp, ggl::Type t);
+// The cache element types by their --cache-type names; nullopt for any other name.
+inline constexpr std::string_view kCacheTypeNames = "f32, f16, bf16, q8_0, q4_0";
+std::optional<ggl::Type> cache_type_from_name(std::string_view name);
 
 class KvCache {
  public:

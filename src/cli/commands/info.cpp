@@ -16,6 +16,7 @@
 #include "src/cli/flags/flag_checks.h"
 #include "src/cli/flags/placement_flags.h"
 #include "src/model/cache_footprint.h"
+#include "src/model/kv_cache.h"
 #include "src/runtime/session.h"
 #include "src/placement/byte_size.h"
 #include "src/placement/plan_table.h"
@@ -164,10 +165,8 @@ struct PlanFlags {
   }
 
   void print(const CLI::App& app, const ggl::GgufFile& file) const {
-    const auto type = ggl::type_from_name(cache_type);
-    if (!type ||
-        (*type != ggl::Type::F32 && *type != ggl::Type::F16 && *type != ggl::Type::BF16 && *type != ggl::Type::Q8_0))
-      ggl::fail("--cache-type '{}' is not one of f32, f16, bf16, q8_0", cache_type);
+    const auto type = cache_type_from_name(cache_type);
+    if (!type) ggl::fail("--cache-type '{}' is not one of {}", cache_type, kCacheTypeNames);
     std::optional<size_t> free, total;
     std::string device;
     if (!gpu_vram.empty()) {

@@ -12,6 +12,7 @@
 #include "src/cli/flags/flag_checks.h"
 #include "src/cli/notes.h"
 #include "src/cli/flags/parse_flags.h"
+#include "src/model/kv_cache.h"
 
 namespace latte::cli {
 namespace {
@@ -37,8 +38,8 @@ void SessionFlags::add_to(CLI::App& app) {
   app.add_option("-b,--batch,--batch-size", batch, "most prompt tokens evaluated in one step (default 512)")
       ->check(integer(1));
   app.add_option("--cache-type", cache_type,
-                 "cache element type: f32, f16 (default), bf16, q8_0. deepseek2 caches kv_lora + rope values per "
-                 "token and layer (the MLA latent); llama caches K and V per KV head");
+                 "cache element type: f32, f16 (default), bf16, q8_0, q4_0 (4-bit, docs/batching.md). deepseek2 caches "
+                 "kv_lora + rope values per token and layer (the MLA latent); llama caches K and V per KV head");
   app.add_option("--mla-mode", mla_mode,
                  "deepseek2 attention: auto (default; absorbed for decode, naive for a prefill when cheaper), "
                  "absorb (W_UK/W_UV folded into queries/outputs, attends the cached latents) or naive (expands the "
@@ -102,10 +103,8 @@ ggl::Type SessionFlags::resolve_cache_type() const {
            fmt::format("{} {} differs from {} {}: latte keeps the cache in one type; using {}", typed("--cache-type-v"),
                        cache_type_v, typed("--cache-type-k"), cache_type_k, cache_type_k));
   }
-  const auto type = ggl::type_from_name(name);
-  if (!type ||
-      (*type != ggl::Type::F32 && *type != ggl::Type::F16 && *type != ggl::Type::BF16 && *type != ggl::Type::Q8_0))
-    ggl::fail("{} '{}' is not one of f32, f16, bf16, q8_0", typed(flag), name);
+  const auto type = cache_type_from_name(name);
+  if (!type) ggl::fail("{} '{}' is not one of {}", typed(flag), name, kCacheTypeNames);
   return *type;
 }
 

@@ -102,7 +102,7 @@ TEST(CliConventions, LlamaCppCommandLines) {
       // --log-disable silences notes and the summary line.
       {kRun + "-ngl 99 --log-disable", 0, ""},
       // Refused, naming the flag as typed.
-      {kRun + "-ctk q4_0", 1, "latte run: error: -ctk 'q4_0' is not one of f32, f16, bf16, q8_0\n"},
+      {kRun + "-ctk q4_1", 1, "latte run: error: -ctk 'q4_1' is not one of f32, f16, bf16, q8_0, q4_0\n"},
       {kRun + "--cache-type f16 -ctk q8_0", 1,
        "latte run: error: --cache-type f16 and -ctk q8_0 disagree (latte has one cache type)\n"},
       {kRun + "-ngl lots", 1, "latte run: error: -ngl 'lots' is not a layer count, auto or all\n"},

@@ -130,7 +130,7 @@ TEST_F(EvalCli, BadInputGivesOneLineErrors) {
   expect_error(model + " --tokens " + write_file("bad.txt", "1 2 x3 4").string() + out,
                "'x3' (token 2) is not a token id");
   expect_error(model + " --tokens " + write_file("empty.txt", " \n").string() + out, "no token ids");
-  expect_error(model + " --tokens " + good.string() + " --cache-type q4_0" + out, "--cache-type 'q4_0'");
+  expect_error(model + " --tokens " + good.string() + " --cache-type q4_1" + out, "--cache-type 'q4_1'");
   expect_error(model + " --tokens " + good.string() + " --mla-mode fast" + out, "--mla-mode 'fast'");
   expect_error(model + " --tokens " + good.string() + " --decode-from 9" + out, "--decode-from 9");
   expect_error(model + " --tokens " + good.string() + " --cache-type q8_0" + out, "cache type q8_0");

@@ -84,7 +84,7 @@ TEST(PlanCli, BadValuesAreOneLineErrors) {
       {info + "-ot exps=tpu", "latte info: error: -ot 'exps=tpu': unknown device 'tpu' (cuda or cpu)\n"},
       {info + "--n-cpu-moe x", "latte info: error: --n-cpu-moe: 'x' is not an integer\n"},
       {info + "--gpu-vram big", "latte info: error: --gpu-vram 'big' is not a size (e.g. 24G)\n"},
-      {info + "--cache-type q4_0", "latte info: error: --cache-type 'q4_0' is not one of f32, f16, bf16, q8_0\n"},
+      {info + "--cache-type q4_1", "latte info: error: --cache-type 'q4_1' is not one of f32, f16, bf16, q8_0, q4_0\n"},
       {"info " + model() + " --cpu-moe", "latte info: error: --cpu-moe needs --plan\n"},
       {"run -p hi -n 1 --gpu-budget 12Q",
        "latte run: error: --gpu-budget '12Q' is not a size (e.g. 12G, 512M) or auto\n"},
