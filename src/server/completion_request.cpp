@@ -209,6 +209,7 @@ CompletionRequest parse_completion_request(const std::string& body, Endpoint end
   if (const json* v = request_field(j, "stop")) r.stop = parse_stop(*v);
   if (const json* v = request_field(j, "stream")) r.stream = bool_field(*v, "stream");
   if (const json* v = request_field(j, "ignore_eos")) r.ignore_eos = bool_field(*v, "ignore_eos");
+  if (const json* v = request_field(j, "cache_prompt")) r.cache_prompt = bool_field(*v, "cache_prompt");
   if (const json* v = request_field(j, "stream_options")) {
     if (!v->is_object()) bad_request("'stream_options' must be an object, not {}", json_kind(*v));
     if (const json* u = request_field(*v, "include_usage"))

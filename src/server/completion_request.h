@@ -30,6 +30,7 @@ struct CompletionRequest {
   bool ignore_eos = false;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
+  bool cache_prompt = true;    // llama-server's: false evaluates the whole prompt, reusing no cached prefix
   std::string model;           // echoed back; the server has one model whatever is asked
 };
 

@@ -143,6 +143,7 @@ struct HttpServer::Impl {
     job.max_tokens = r.max_tokens;
     job.stop = r.stop;
     job.ignore_eos = r.ignore_eos;
+    job.cache_prompt = r.cache_prompt;
     job.chat = endpoint == Endpoint::kChatCompletions;
     job.starts_thinking = job.chat && chat_template.starts_thinking();
     std::shared_ptr<UpdateChannel> channel = engine.submit(std::move(job));

@@ -38,10 +38,11 @@ ReplyHeader new_reply_header(Endpoint endpoint, std::string model) {
   return h;
 }
 
-json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
-  return {{"prompt_tokens", prompt_tokens},
-          {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens}};
+json usage_json(const ReplyUpdate& last) {
+  return {{"prompt_tokens", last.prompt_tokens},
+          {"completion_tokens", last.completion_tokens},
+          {"total_tokens", last.prompt_tokens + last.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", last.cached_tokens}}}};
 }
 
 json completion_response(const ReplyHeader& h, const std::string& content, const std::string& reasoning,
@@ -59,7 +60,7 @@ json completion_response(const ReplyHeader& h, const std::string& content, const
           {"created", h.created},
           {"model", h.model},
           {"choices", json::array({std::move(choice)})},
-          {"usage", usage_json(last.prompt_tokens, last.completion_tokens)}};
+          {"usage", usage_json(last)}};
 }
 
 json role_chunk(const ReplyHeader& h) { return chunk_with(h, {{"delta", {{"role", "assistant"}, {"content", ""}}}}); }
@@ -80,7 +81,7 @@ json finish_chunk(const ReplyHeader& h, const std::string& finish_reason) {
 json usage_chunk(const ReplyHeader& h, const ReplyUpdate& last) {
   json j = chunk_with(h, json::object());
   j["choices"] = json::array();
-  j["usage"] = usage_json(last.prompt_tokens, last.completion_tokens);
+  j["usage"] = usage_json(last);
   return j;
 }
 
@@ -109,7 +110,8 @@ json slots_json(const std::vector<SlotInfo>& slots) {
                    {"n_ctx", s.n_ctx},
                    {"n_past", s.n_past},
                    {"n_prompt_tokens", s.prompt_tokens},
-                   {"n_decoded", s.generated_tokens}});
+                   {"n_decoded", s.generated_tokens},
+                   {"n_cached", s.cached_tokens}});
   return out;
 }
 
@@ -121,7 +123,10 @@ std::string metrics_text(const EngineMetrics& m) {
   metric("requests_total", "counter", "Requests finished (completed, cut at a limit or cancelled).", m.requests_total);
   metric("requests_cancelled_total", "counter", "Requests whose client went away before the end.",
          m.requests_cancelled);
-  metric("prompt_tokens_total", "counter", "Prompt tokens evaluated.", m.prompt_tokens_total);
+  metric("prompt_tokens_total", "counter", "Prompt tokens of the requests admitted (cached ones included).",
+         m.prompt_tokens_total);
+  metric("prompt_tokens_cached_total", "counter", "Prompt tokens taken from a slot's cache instead of evaluated.",
+         m.prompt_tokens_cached_total);
   metric("generated_tokens_total", "counter", "Tokens generated.", m.generated_tokens_total);
   metric("requests_processing", "gauge", "Requests in a slot.", m.processing);
   metric("requests_queued", "gauge", "Requests waiting for a slot.", m.queued);

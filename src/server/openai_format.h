@@ -23,7 +23,8 @@ struct ReplyHeader {
 // A fresh reply header: a random id with the endpoint's prefix and the current time.
 ReplyHeader new_reply_header(Endpoint endpoint, std::string model);
 
-nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
+// OpenAI's usage, with prompt_tokens_details.cached_tokens: the prompt tokens the prompt cache held.
+nlohmann::json usage_json(const ReplyUpdate& last);
 
 // The non-streamed response for a whole reply (`last` carries the finish reason and usage).
 nlohmann::json completion_response(const ReplyHeader& h, const std::string& content, const std::string& reasoning,

@@ -21,6 +21,7 @@ struct ReplyUpdate {
   std::string finish_reason;  // "stop" (end of generation or a stop string) or "length"
   std::string error;          // not empty: the engine failed the request (a 500)
   int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;  // of the prompt tokens, those taken from the prompt cache
   int64_t completion_tokens = 0;
 };
 
