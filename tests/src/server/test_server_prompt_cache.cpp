@@ -36,7 +36,9 @@ int64_t cached_tokens(const json& reply) { return reply["usage"]["prompt_tokens_
 
 class ServerPromptCache : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { server_ = new ServerProcess({"--parallel", "2", "--deterministic"}); }
+  // Slots of 4096 tokens (beyond the model's training context, which only warns): a reply that
+  // ignores end-of-text holds its slot for seconds.
+  static void SetUpTestSuite() { server_ = new ServerProcess({"--parallel", "2", "-c", "8192", "--deterministic"}); }
   static void TearDownTestSuite() {
     delete server_;
     server_ = nullptr;
@@ -126,8 +128,13 @@ TEST_F(ServerPromptCache, ConcurrentRequestCopiesTheBusySlotsPrefix) {
                         return false;
                       });
   });
-  ASSERT_TRUE(eventually([&] { return events.load() > 0; }, milliseconds(20000)));
+  const auto generating = [&] {
+    const json slots = http_get(c, "/slots").json();
+    return slots.is_array() && (slots[0]["state"] == "generating" || slots[1]["state"] == "generating");
+  };
+  ASSERT_TRUE(eventually([&] { return events.load() > 0 && generating(); }, milliseconds(20000)));
   const HttpReply second = http_post(c, "/v1/completions", completion_body(prefix + " He ran.", 4));
+  EXPECT_TRUE(generating()) << "the long reply ended before the second request: nothing was copied";
   {
     std::lock_guard lock(m);
     hang_up = true;
