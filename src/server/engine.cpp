@@ -12,6 +12,7 @@
 #include "src/server/api_error.h"
 #include "src/server/prompt_cache.h"
 #include "src/server/reply_text.h"
+#include "src/server/token_logprobs.h"
 #include "src/server/token_penalties.h"
 
 namespace latte::server {
@@ -30,8 +31,10 @@ struct Engine::Slot {
   int64_t n_past = 0;
   // The tokens whose rows the slot's sequence holds (n_past of them), kept after a job ends.
   std::vector<int32_t> cached;
-  int64_t reused = 0;      // prompt tokens of the current (or last) job taken from the cache
-  uint64_t last_used = 0;  // Engine::admissions_ when a job last entered
+  int64_t reused = 0;                  // prompt tokens of the current (or last) job taken from the cache
+  uint64_t last_used = 0;              // Engine::admissions_ when a job last entered
+  std::vector<TokenLogprob> logprobs;  // not yet sent
+  int64_t text_offset = 0;             // of the next token's text among the reply's token texts
 
   bool busy() const { return job.has_value(); }
   bool reading_prompt() const { return busy() && prompt_done < job->prompt.size(); }
@@ -183,6 +186,8 @@ void Engine::admit_locked() {
     s.last_used = ++admissions_;
     s.generated = 0;
     s.last_token = -1;
+    s.logprobs.clear();
+    s.text_offset = 0;
     metrics_.prompt_tokens_total += q.job.prompt.size();
     metrics_.prompt_tokens_cached_total += static_cast<uint64_t>(plan.reused);
     s.job = std::move(q.job);
@@ -281,6 +286,9 @@ void Engine::step() {
 
 void Engine::sample_next(Slot& s, std::span<float> logits) {
   const EngineJob& job = *s.job;
+  // The logprobs are those of the model's distribution: the logits before anything below changes them.
+  std::vector<float> raw;
+  if (job.logprobs >= 0) raw.assign(logits.begin(), logits.end());
   if (job.ignore_eos)
     for (int32_t t : tokenizer_.eog_ids()) logits[static_cast<size_t>(t)] = -INFINITY;
   s.penalties->apply(logits);
@@ -293,11 +301,20 @@ void Engine::sample_next(Slot& s, std::span<float> logits) {
     ++metrics_.generated_tokens_total;
   }
   if (tokenizer_.is_eog(token)) return finish(s, "stop");
+  if (job.logprobs >= 0) {
+    TokenLogprob lp = token_logprob(raw, token, job.logprobs, tokenizer_);
+    lp.text_offset = s.text_offset;
+    s.text_offset += static_cast<int64_t>(lp.token.size());
+    s.logprobs.push_back(std::move(lp));
+  }
   ReplyDelta delta = s.text->push(token);
-  if (!delta.content.empty() || !delta.reasoning.empty()) {
+  // A token whose text is held back (a possible stop string) still sends its logprob now.
+  if (!delta.content.empty() || !delta.reasoning.empty() || !s.logprobs.empty()) {
     ReplyUpdate u;
     u.content = std::move(delta.content);
     u.reasoning = std::move(delta.reasoning);
+    u.logprobs = std::move(s.logprobs);
+    s.logprobs.clear();
     s.channel->push(std::move(u));
   }
   if (s.text->stopped()) return finish(s, "stop");
@@ -311,6 +328,8 @@ void Engine::finish(Slot& s, const std::string& reason, const std::string& error
   ReplyUpdate u;
   u.content = std::move(rest.content);
   u.reasoning = std::move(rest.reasoning);
+  u.logprobs = std::move(s.logprobs);
+  s.logprobs.clear();
   u.done = true;
   u.finish_reason = reason;
   u.error = error;

@@ -46,6 +46,7 @@ struct EngineJob {
   bool chat = false;             // split <think> spans off into reasoning; trim the reply's opening whitespace
   bool starts_thinking = false;  // the chat template's generation prompt opened a <think> span
   bool cache_prompt = true;      // llama-server's field: false evaluates the whole prompt afresh
+  int logprobs = -1;             // -1: none; else each token's logprob and this many alternatives (token_logprobs.h)
 };
 
 struct SlotInfo {

@@ -3,7 +3,9 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <algorithm>
 #include <exception>
+#include <iterator>
 #include <utility>
 
 #include "ggml-like/core/error.h"
@@ -64,8 +66,8 @@ class EventStream {
       return false;
     }
     for (const ReplyUpdate& u : updates) {
-      if ((!u.content.empty() || !u.reasoning.empty()) &&
-          !send(sink, sse_event(text_chunk(header_, u.content, u.reasoning))))
+      if ((!u.content.empty() || !u.reasoning.empty() || !u.logprobs.empty()) &&
+          !send(sink, sse_event(text_chunk(header_, u.content, u.reasoning, u.logprobs))))
         return false;
       if (!u.done) continue;
       if (!u.error.empty()) {
@@ -144,6 +146,7 @@ struct HttpServer::Impl {
     job.stop = r.stop;
     job.ignore_eos = r.ignore_eos;
     job.cache_prompt = r.cache_prompt;
+    job.logprobs = r.logprobs;
     job.chat = endpoint == Endpoint::kChatCompletions;
     job.starts_thinking = job.chat && chat_template.starts_thinking();
     std::shared_ptr<UpdateChannel> channel = engine.submit(std::move(job));
@@ -163,13 +166,15 @@ struct HttpServer::Impl {
     // Whole replies: the client's connection is not watched meanwhile (httplib 0.11 cannot tell
     // while nothing is written); the job ends at its limits, or when the server shuts down.
     std::string content, reasoning;
+    std::vector<TokenLogprob> logprobs;
     for (;;) {
       for (ReplyUpdate& u : channel->wait(std::chrono::milliseconds(500))) {
         content += u.content;
         reasoning += u.reasoning;
+        std::move(u.logprobs.begin(), u.logprobs.end(), std::back_inserter(logprobs));
         if (!u.done) continue;
         if (!u.error.empty()) throw ApiError(500, "server_error", u.error);
-        send_json(res, 200, completion_response(header, content, reasoning, u));
+        send_json(res, 200, completion_response(header, content, reasoning, u, r.logprobs >= 0 ? &logprobs : nullptr));
         return;
       }
     }

@@ -12,10 +12,17 @@ using nlohmann::json;
 
 bool is_chat(const ReplyHeader& h) { return h.endpoint == Endpoint::kChatCompletions; }
 
+// A token's text as OpenAI's `bytes`: its UTF-8 bytes, which need not be whole characters.
+json token_bytes(const std::string& s) {
+  json out = json::array();
+  for (unsigned char c : s) out.push_back(static_cast<int>(c));
+  return out;
+}
+
 json chunk_with(const ReplyHeader& h, json choice) {
   choice["index"] = 0;
   if (!choice.contains("finish_reason")) choice["finish_reason"] = nullptr;
-  if (!is_chat(h)) choice["logprobs"] = nullptr;
+  if (!choice.contains("logprobs")) choice["logprobs"] = nullptr;
   return {{"id", h.id},
           {"object", is_chat(h) ? "chat.completion.chunk" : "text_completion"},
           {"created", h.created},
@@ -45,9 +52,39 @@ json usage_json(const ReplyUpdate& last) {
           {"prompt_tokens_details", {{"cached_tokens", last.cached_tokens}}}};
 }
 
+json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>& logprobs) {
+  if (endpoint == Endpoint::kChatCompletions) {
+    json content = json::array();
+    for (const TokenLogprob& t : logprobs) {
+      json top = json::array();
+      for (const auto& [token, lp] : t.top)
+        top.push_back({{"token", token}, {"logprob", lp}, {"bytes", token_bytes(token)}});
+      content.push_back(
+          {{"token", t.token}, {"logprob", t.logprob}, {"bytes", token_bytes(t.token)}, {"top_logprobs", top}});
+    }
+    return {{"content", std::move(content)}, {"refusal", nullptr}};
+  }
+  json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(), offsets = json::array();
+  for (const TokenLogprob& t : logprobs) {
+    tokens.push_back(t.token);
+    token_logprobs.push_back(t.logprob);
+    json top = json::object();
+    for (const auto& [token, lp] : t.top)
+      if (!top.contains(token)) top[token] = lp;  // two ids of one text: the likelier one
+    top_logprobs.push_back(std::move(top));
+    offsets.push_back(t.text_offset);
+  }
+  return {{"tokens", std::move(tokens)},
+          {"token_logprobs", std::move(token_logprobs)},
+          {"top_logprobs", std::move(top_logprobs)},
+          {"text_offset", std::move(offsets)}};
+}
+
 json completion_response(const ReplyHeader& h, const std::string& content, const std::string& reasoning,
-                         const ReplyUpdate& last) {
-  json choice = {{"index", 0}, {"finish_reason", last.finish_reason}, {"logprobs", nullptr}};
+                         const ReplyUpdate& last, const std::vector<TokenLogprob>* logprobs) {
+  json choice = {{"index", 0},
+                 {"finish_reason", last.finish_reason},
+                 {"logprobs", logprobs ? logprobs_json(h.endpoint, *logprobs) : json(nullptr)}};
   if (is_chat(h)) {
     json message = {{"role", "assistant"}, {"content", content}};
     if (!reasoning.empty()) message["reasoning_content"] = reasoning;
@@ -65,12 +102,19 @@ json completion_response(const ReplyHeader& h, const std::string& content, const
 
 json role_chunk(const ReplyHeader& h) { return chunk_with(h, {{"delta", {{"role", "assistant"}, {"content", ""}}}}); }
 
-json text_chunk(const ReplyHeader& h, const std::string& content, const std::string& reasoning) {
-  if (!is_chat(h)) return chunk_with(h, {{"text", content}});
-  json delta = json::object();
-  if (!content.empty()) delta["content"] = content;
-  if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
-  return chunk_with(h, {{"delta", std::move(delta)}});
+json text_chunk(const ReplyHeader& h, const std::string& content, const std::string& reasoning,
+                const std::vector<TokenLogprob>& logprobs) {
+  json choice;
+  if (is_chat(h)) {
+    json delta = json::object();
+    if (!content.empty()) delta["content"] = content;
+    if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
+    choice["delta"] = std::move(delta);
+  } else {
+    choice["text"] = content;
+  }
+  if (!logprobs.empty()) choice["logprobs"] = logprobs_json(h.endpoint, logprobs);
+  return chunk_with(h, std::move(choice));
 }
 
 json finish_chunk(const ReplyHeader& h, const std::string& finish_reason) {
