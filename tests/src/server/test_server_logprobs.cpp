@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,11 @@ json post_ok(httplib::Client& c, const std::string& path, const json& body) {
   EXPECT_EQ(r.status, 200) << r.body;
   return r.json();
 }
+
+// How far a logprob from the server may be from a Session's over the same tokens: their graphs
+// chunk the prompt differently, which moves F32 logits in the last bits (about 1e-4 here in the
+// log-probabilities); every deliberate break tried is off by more than 0.4.
+constexpr double kTolerance = 1e-3;
 
 std::vector<int> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
 
@@ -103,6 +109,23 @@ TEST_F(ServerLogprobs, CompletionLogprobsEqualTheModelsSoftmax) {
   }
   EXPECT_EQ(joined, j["choices"][0]["text"]);
 
+  // The sampling settings change which token is drawn, not the distribution reported: the first
+  // token's top logprobs are the greedy request's (within the last bits: the prompt is reused).
+  const json sampled = post_ok(c, "/v1/completions",
+                               {{"prompt", prompt},
+                                {"max_tokens", 1},
+                                {"temperature", 1.5},
+                                {"seed", 7},
+                                {"top_k", 5},
+                                {"repeat_penalty", 1.5},
+                                {"logprobs", 2}});
+  const json& first_top = sampled["choices"][0]["logprobs"]["top_logprobs"][0];
+  ASSERT_EQ(first_top.size(), lp["top_logprobs"][0].size()) << sampled.dump();
+  for (const auto& [text, value] : lp["top_logprobs"][0].items()) {
+    ASSERT_TRUE(first_top.contains(text)) << sampled.dump();
+    EXPECT_NEAR(first_top[text].get<double>(), value.get<double>(), kTolerance) << text;
+  }
+
   // The same from the model directly: log softmax of a Session's logits, token after token.
   const json ids = post_ok(c, "/tokenize", {{"content", prompt}, {"add_special", true}})["tokens"];
   std::vector<int32_t> context = ids.get<std::vector<int32_t>>();
@@ -116,9 +139,50 @@ TEST_F(ServerLogprobs, CompletionLogprobsEqualTheModelsSoftmax) {
     for (float x : logits) sum += std::exp(static_cast<double>(x) - max);
     const auto chosen = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     const double expected = logits[static_cast<size_t>(chosen)] - max - std::log(sum);
-    EXPECT_NEAR(lp["token_logprobs"][i].get<double>(), expected, 1e-4) << "token " << i;
+    EXPECT_NEAR(lp["token_logprobs"][i].get<double>(), expected, kTolerance) << "token " << i;
     EXPECT_EQ(tokens[i], tokenizer->token_to_piece(chosen)) << "token " << i << ": not the model's most likely one";
     logits = session.eval(std::vector<int32_t>{chosen}, Logits::kLast);
+  }
+}
+
+// With penalties the engine changes the logits before sampling; the reported logprobs are still
+// the model's own: each token's equals the log softmax of a Session's logits over the same tokens.
+TEST_F(ServerLogprobs, PenalizedRepliesReportTheModelsDistribution) {
+  httplib::Client c = server_->client();
+  const std::string prompt = "The little dog";
+  const json j = post_ok(c, "/v1/completions",
+                         {{"prompt", prompt},
+                          {"max_tokens", 10},
+                          {"temperature", 0},
+                          {"ignore_eos", true},
+                          {"presence_penalty", 2},
+                          {"frequency_penalty", 2},
+                          {"logprobs", 1}});
+  const json& lp = j["choices"][0]["logprobs"];
+  const Model model((latte_binary().parent_path() / "../../models/tiny-mla-stories-f32.gguf").string());
+  const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model.file());
+  // The ids a reply token's text may stand for (a byte token and a character token may share one).
+  std::map<std::string, std::vector<int32_t>> ids_of;
+  for (int32_t id = 0; id < tokenizer->n_vocab(); ++id) ids_of[tokenizer->token_to_piece(id)].push_back(id);
+  Session session(model, {});
+  std::vector<float> logits = session.eval(
+      post_ok(c, "/tokenize", {{"content", prompt}, {"add_special", true}})["tokens"].get<std::vector<int32_t>>(),
+      Logits::kLast);
+  ASSERT_EQ(lp["tokens"].size(), 10u) << j.dump();
+  for (size_t i = 0; i < lp["tokens"].size(); ++i) {
+    const float max = *std::max_element(logits.begin(), logits.end());
+    double sum = 0;
+    for (float x : logits) sum += std::exp(static_cast<double>(x) - max);
+    // The id whose log softmax is nearest the reported value: the one the server chose.
+    const double reported = lp["token_logprobs"][i].get<double>();
+    int32_t id = -1;
+    double error = INFINITY;
+    for (int32_t candidate : ids_of.at(lp["tokens"][i].get<std::string>())) {
+      const double e = std::abs(logits[static_cast<size_t>(candidate)] - max - std::log(sum) - reported);
+      if (e < error) error = e, id = candidate;
+    }
+    EXPECT_LT(error, kTolerance) << "token " << i << " '" << lp["tokens"][i] << "'";
+    logits = session.eval(std::vector<int32_t>{id}, Logits::kLast);
   }
 }
 
@@ -145,7 +209,7 @@ TEST_F(ServerLogprobs, StreamedLogprobsEqualTheWholeReplys) {
   for (size_t i = 0; i < whole.size(); ++i) {
     EXPECT_EQ(streamed[i]["token"], whole[i]["token"]);
     // The second request reuses the first's cached prompt, so its logits may differ in the last bits.
-    EXPECT_NEAR(streamed[i]["logprob"].get<double>(), whole[i]["logprob"].get<double>(), 1e-4);
+    EXPECT_NEAR(streamed[i]["logprob"].get<double>(), whole[i]["logprob"].get<double>(), kTolerance);
   }
 }
 
