@@ -10,6 +10,7 @@
 
 #include "ggml-like/core/error.h"
 #include "src/server/api_error.h"
+#include "src/server/chat_page.h"
 #include "src/server/completion_request.h"
 #include "src/server/openai_format.h"
 #include "src/server/request_prompt.h"
@@ -184,6 +185,10 @@ struct HttpServer::Impl {
     send_json(res, 200, models_json(options.model_name, created, engine.slot_context(), tokenizer.n_vocab()));
   }
 
+  void chat_page(const httplib::Request&, httplib::Response& res) {
+    res.set_content(std::string(chat_page_html()), "text/html; charset=utf-8");
+  }
+
   void health(const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); }
 
   void metrics(const httplib::Request&, httplib::Response& res) {
@@ -221,9 +226,10 @@ struct HttpServer::Impl {
   }
 
   void routes() {
-    // Everything but /health needs the key when one is set.
+    // Everything but /health and the chat page needs the key when one is set (the page asks the
+    // user for it and sends it with its requests, as llama-server's web UI does).
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (options.api_key.empty() || req.path == "/health" || bearer_token(req) == options.api_key)
+      if (options.api_key.empty() || req.path == "/health" || req.path == "/" || bearer_token(req) == options.api_key)
         return httplib::Server::HandlerResponse::Unhandled;
       send_api_error(res,
                      ApiError(401, "authentication_error", "invalid or missing API key (Authorization: Bearer KEY)"));
@@ -233,6 +239,7 @@ struct HttpServer::Impl {
       http.Post(path, guarded(&Impl::chat_completions));
     for (const char* path : {"/v1/completions", "/completions"}) http.Post(path, guarded(&Impl::completions));
     for (const char* path : {"/v1/models", "/models"}) http.Get(path, guarded(&Impl::models));
+    http.Get("/", guarded(&Impl::chat_page));
     http.Get("/health", guarded(&Impl::health));
     http.Get("/metrics", guarded(&Impl::metrics));
     http.Get("/slots", guarded(&Impl::slots));
