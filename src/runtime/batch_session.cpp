@@ -1,5 +1,7 @@
 #include "src/runtime/batch_session.h"
 
+#include <cstring>
+
 #include "ggml-like/core/error.h"
 #include "ggml-like/registry/backend_registry.h"
 
@@ -24,6 +26,28 @@ size_t BatchSession::index_of(int sequence) const {
 }
 
 void BatchSession::clear(int sequence) { n_past_[index_of(sequence)] = 0; }
+
+void BatchSession::truncate(int sequence, int64_t n) {
+  const size_t at = index_of(sequence);
+  if (n < 0 || n > n_past_[at])
+    ggl::fail("sequence {}: cannot truncate {} cached tokens to {}", sequence, n_past_[at], n);
+  n_past_[at] = n;
+}
+
+void BatchSession::copy_prefix(int from, int to, int64_t n) {
+  const size_t src = index_of(from), dst = index_of(to);
+  if (src == dst) ggl::fail("sequence {}: cannot copy a prefix onto itself", from);
+  if (n < 0 || n > n_past_[src])
+    ggl::fail("sequence {} holds {} cached tokens, not the {} to copy", from, n_past_[src], n);
+  const KvCache& a = *caches_[src];
+  const KvCache& b = *caches_[dst];
+  // The caches are host memory (no offload here) of one layout: rows are contiguous per layer and
+  // stream, so the prefix of each is one block.
+  for (int64_t layer = 0; layer < a.n_layer(); ++layer)
+    for (int stream = 0; stream < a.layout().streams; ++stream)
+      std::memcpy(b.data(layer, stream), a.data(layer, stream), static_cast<size_t>(n) * a.row_bytes(stream));
+  n_past_[dst] = n;
+}
 
 std::vector<float> BatchSession::step(std::span<const SequenceTokens> parts, Logits which) {
   const int64_t n_vocab = model_.hparams().n_vocab;

@@ -46,6 +46,15 @@ class BatchSession {
   int64_t n_ctx() const { return options_.n_ctx; }
   // Forgets a sequence's cached tokens.
   void clear(int sequence);
+  // Keeps a sequence's first n cached tokens and forgets the rest (as Session::truncate: the rows
+  // past n are simply overwritten later), so a new prompt that shares them evaluates only what
+  // follows. Throws ggl::Error unless 0 <= n <= n_past.
+  void truncate(int sequence, int64_t n);
+  // Makes sequence `to` hold the first n cached tokens of sequence `from` (every layer's and
+  // stream's first n rows copied; whatever `to` held is forgotten): a prefix another sequence
+  // already evaluated costs a copy instead of a forward pass. Throws ggl::Error unless
+  // 0 <= n <= n_past(from) and the sequences differ.
+  void copy_prefix(int from, int to, int64_t n);
   // The MLA path each part of the last step took, in the order listed (kAbsorb for non-MLA models).
   const std::vector<MlaMode>& last_mla_paths() const { return last_paths_; }
 

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "src/server/api_error.h"
+#include "src/server/token_logprobs.h"
 
 namespace latte::server {
 namespace {
@@ -166,6 +167,25 @@ void parse_sampling(const json& body, CompletionRequest& r) {
   }
 }
 
+int64_t top_count(const json& v, const char* name) {
+  const int64_t n = integer_field(v, name);
+  if (n < 0 || n > kMaxTopLogprobs) bad_request("'{}' must be in [0, {}] (got {})", name, kMaxTopLogprobs, n);
+  return n;
+}
+
+// OpenAI's shapes: chat takes "logprobs": true and "top_logprobs": N; completions "logprobs": N.
+void parse_logprobs(const json& body, CompletionRequest& r) {
+  const json* logprobs = request_field(body, "logprobs");
+  if (r.endpoint == Endpoint::kCompletions) {
+    if (logprobs) r.logprobs = static_cast<int>(top_count(*logprobs, "logprobs"));
+    return;
+  }
+  const bool wanted = logprobs && bool_field(*logprobs, "logprobs");
+  const json* top = request_field(body, "top_logprobs");
+  if (top && !wanted) bad_request("'top_logprobs' needs 'logprobs': true");
+  if (wanted) r.logprobs = top ? static_cast<int>(top_count(*top, "top_logprobs")) : 0;
+}
+
 }  // namespace
 
 nlohmann::json parse_json_object(const std::string& body) {
@@ -199,16 +219,11 @@ CompletionRequest parse_completion_request(const std::string& body, Endpoint end
     const int64_t n = integer_field(*v, "n");
     if (n != 1) bad_request("'n' = {} is not supported: this server returns one choice per request (n = 1)", n);
   }
-  if (const json* v = request_field(j, "logprobs")) {
-    // Chat takes a boolean, completions an integer; either asking for them is refused.
-    const bool wanted = v->is_boolean() ? v->get<bool>() : integer_field(*v, "logprobs") > 0;
-    if (wanted) bad_request("'logprobs' is not supported by this server yet");
-  }
-  if (const json* v = request_field(j, "top_logprobs"); v && integer_field(*v, "top_logprobs") > 0)
-    bad_request("'top_logprobs' is not supported by this server yet");
+  parse_logprobs(j, r);
   if (const json* v = request_field(j, "stop")) r.stop = parse_stop(*v);
   if (const json* v = request_field(j, "stream")) r.stream = bool_field(*v, "stream");
   if (const json* v = request_field(j, "ignore_eos")) r.ignore_eos = bool_field(*v, "ignore_eos");
+  if (const json* v = request_field(j, "cache_prompt")) r.cache_prompt = bool_field(*v, "cache_prompt");
   if (const json* v = request_field(j, "stream_options")) {
     if (!v->is_object()) bad_request("'stream_options' must be an object, not {}", json_kind(*v));
     if (const json* u = request_field(*v, "include_usage"))

@@ -30,12 +30,14 @@ struct CompletionRequest {
   bool ignore_eos = false;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
+  int logprobs = -1;           // -1: none; else each token's logprob with this many alternatives (0..20)
+  bool cache_prompt = true;    // llama-server's: false evaluates the whole prompt, reusing no cached prefix
   std::string model;           // echoed back; the server has one model whatever is asked
 };
 
 // Parses a request body. `defaults` are the sampling settings of the server's flags. Throws
 // ApiError (400) for malformed JSON, a missing messages/prompt, a field of the wrong type, a value
-// out of range, or something this server does not do (n > 1, logprobs, several prompts).
+// out of range, or something this server does not do (n > 1, several prompts).
 CompletionRequest parse_completion_request(const std::string& body, Endpoint endpoint, const SamplingParams& defaults);
 
 // The body parsed as a JSON object; ApiError (400) when it is not one.

@@ -10,7 +10,9 @@
 #include "ggml-like/core/error.h"
 #include "src/sampling/sampler.h"
 #include "src/server/api_error.h"
+#include "src/server/prompt_cache.h"
 #include "src/server/reply_text.h"
+#include "src/server/token_logprobs.h"
 #include "src/server/token_penalties.h"
 
 namespace latte::server {
@@ -27,6 +29,12 @@ struct Engine::Slot {
   int32_t last_token = -1;  // sampled, to be evaluated in the next step
   int64_t generated = 0;
   int64_t n_past = 0;
+  // The tokens whose rows the slot's sequence holds (n_past of them), kept after a job ends.
+  std::vector<int32_t> cached;
+  int64_t reused = 0;                  // prompt tokens of the current (or last) job taken from the cache
+  uint64_t last_used = 0;              // Engine::admissions_ when a job last entered
+  std::vector<TokenLogprob> logprobs;  // not yet sent
+  int64_t text_offset = 0;             // of the next token's text among the reply's token texts
 
   bool busy() const { return job.has_value(); }
   bool reading_prompt() const { return busy() && prompt_done < job->prompt.size(); }
@@ -131,25 +139,38 @@ void Engine::publish_locked() {
       info.prompt_tokens = static_cast<int64_t>(s->job->prompt.size());
       info.generated_tokens = s->generated;
     }
+    info.cached_tokens = s->reused;
     published_.push_back(info);
   }
   metrics_.processing = processing;
   metrics_.queued = static_cast<int>(queue_.size());
 }
 
-// Moves queued jobs into free slots (a job whose client already left is dropped).
+// Moves queued jobs into free slots (a job whose client already left is dropped), each into the
+// slot whose cache holds most of its prompt, keeping or copying that prefix.
 void Engine::admit_locked() {
-  for (auto& slot : slots_) {
-    if (queue_.empty()) break;
-    if (slot->busy()) continue;
-    QueuedJob q = std::move(queue_.front());
-    queue_.pop_front();
-    if (q.channel->cancelled()) {
+  while (!queue_.empty()) {
+    if (queue_.front().channel->cancelled()) {
+      queue_.pop_front();
       ++metrics_.requests_total;
       ++metrics_.requests_cancelled;
       continue;
     }
-    Slot& s = *slot;
+    std::vector<SlotCacheView> views;
+    for (const auto& slot : slots_) views.push_back({slot->cached, !slot->busy(), slot->last_used});
+    const EngineJob& next = queue_.front().job;
+    const PromptCachePlan plan = plan_prompt_cache(views, next.prompt, options_.prompt_cache && next.cache_prompt);
+    if (plan.slot < 0) break;
+    QueuedJob q = std::move(queue_.front());
+    queue_.pop_front();
+    Slot& s = *slots_[static_cast<size_t>(plan.slot)];
+    // Both keep the sequence's rows consistent with `cached`: the planner only reuses what a
+    // slot's cache holds.
+    if (plan.copy_from >= 0)
+      batch_->copy_prefix(plan.copy_from, s.id, plan.reused);
+    else
+      batch_->truncate(s.id, plan.reused);
+    s.cached.assign(q.job.prompt.begin(), q.job.prompt.begin() + plan.reused);
     s.channel = std::move(q.channel);
     s.sampler.emplace(q.job.sampling);
     s.penalties.emplace(q.job.presence_penalty, q.job.frequency_penalty);
@@ -159,13 +180,17 @@ void Engine::admit_locked() {
                                                                         .trim_leading_space = q.job.chat});
     // The prompt counts for the repetition penalty, as in `latte run`.
     for (int32_t t : q.job.prompt) s.sampler->accept(t);
-    s.prompt_done = 0;
+    s.prompt_done = static_cast<size_t>(plan.reused);
+    s.n_past = plan.reused;
+    s.reused = plan.reused;
+    s.last_used = ++admissions_;
     s.generated = 0;
-    s.n_past = 0;
     s.last_token = -1;
+    s.logprobs.clear();
+    s.text_offset = 0;
     metrics_.prompt_tokens_total += q.job.prompt.size();
+    metrics_.prompt_tokens_cached_total += static_cast<uint64_t>(plan.reused);
     s.job = std::move(q.job);
-    batch_->clear(s.id);
   }
 }
 
@@ -207,14 +232,13 @@ void Engine::run() {
 }
 
 void Engine::step() {
-  // A client that went away frees its slot before anything else is evaluated for it.
+  // A client that went away frees its slot before anything else is evaluated for it (what its
+  // sequence holds stays cached).
   for (auto& s : slots_) {
     if (s->busy() && s->channel->cancelled()) {
       s->job.reset();
       s->channel.reset();
       s->text.reset();
-      batch_->clear(s->id);
-      s->n_past = 0;
       std::lock_guard lock(mutex_);
       ++metrics_.requests_total;
       ++metrics_.requests_cancelled;
@@ -251,6 +275,7 @@ void Engine::step() {
   for (size_t i = 0; i < owners.size(); ++i) {
     Slot& s = *owners[i];
     s.n_past += static_cast<int64_t>(parts[i].tokens.size());
+    s.cached.insert(s.cached.end(), parts[i].tokens.begin(), parts[i].tokens.end());
     if (s.reading_prompt()) {
       s.prompt_done += parts[i].tokens.size();
       if (s.reading_prompt()) continue;  // more prompt chunks to come: its logits are not needed
@@ -261,6 +286,9 @@ void Engine::step() {
 
 void Engine::sample_next(Slot& s, std::span<float> logits) {
   const EngineJob& job = *s.job;
+  // The logprobs are those of the model's distribution: the logits before anything below changes them.
+  std::vector<float> raw;
+  if (job.logprobs >= 0) raw.assign(logits.begin(), logits.end());
   if (job.ignore_eos)
     for (int32_t t : tokenizer_.eog_ids()) logits[static_cast<size_t>(t)] = -INFINITY;
   s.penalties->apply(logits);
@@ -273,11 +301,20 @@ void Engine::sample_next(Slot& s, std::span<float> logits) {
     ++metrics_.generated_tokens_total;
   }
   if (tokenizer_.is_eog(token)) return finish(s, "stop");
+  if (job.logprobs >= 0) {
+    TokenLogprob lp = token_logprob(raw, token, job.logprobs, tokenizer_);
+    lp.text_offset = s.text_offset;
+    s.text_offset += static_cast<int64_t>(lp.token.size());
+    s.logprobs.push_back(std::move(lp));
+  }
   ReplyDelta delta = s.text->push(token);
-  if (!delta.content.empty() || !delta.reasoning.empty()) {
+  // A token whose text is held back (a possible stop string) still sends its logprob now.
+  if (!delta.content.empty() || !delta.reasoning.empty() || !s.logprobs.empty()) {
     ReplyUpdate u;
     u.content = std::move(delta.content);
     u.reasoning = std::move(delta.reasoning);
+    u.logprobs = std::move(s.logprobs);
+    s.logprobs.clear();
     s.channel->push(std::move(u));
   }
   if (s.text->stopped()) return finish(s, "stop");
@@ -291,16 +328,17 @@ void Engine::finish(Slot& s, const std::string& reason, const std::string& error
   ReplyUpdate u;
   u.content = std::move(rest.content);
   u.reasoning = std::move(rest.reasoning);
+  u.logprobs = std::move(s.logprobs);
+  s.logprobs.clear();
   u.done = true;
   u.finish_reason = reason;
   u.error = error;
   u.prompt_tokens = static_cast<int64_t>(s.job->prompt.size());
+  u.cached_tokens = s.reused;
   u.completion_tokens = s.generated;
   std::shared_ptr<UpdateChannel> channel = std::move(s.channel);
   s.job.reset();
   s.text.reset();
-  batch_->clear(s.id);
-  s.n_past = 0;
   {
     // Counted and published before the client hears of the end, so that what it asks next
     // (/metrics, /slots) already shows the job finished and its slot free.

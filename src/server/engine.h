@@ -1,8 +1,9 @@
 // The server's engine: one thread that owns a BatchSession with one sequence per slot and runs
 // continuous batching. HTTP handler threads submit jobs into a bounded queue and read each job's
 // updates from its UpdateChannel. Every step the engine
-//   - drops the jobs whose client went away (their slot is cleared at once) and admits queued
-//     jobs into free slots,
+//   - drops the jobs whose client went away and admits queued jobs into free slots, each into the
+//     one whose cache holds most of its prompt (prompt_cache.h): a slot keeps its last
+//     conversation's tokens cached after the request ends, and only the rest is evaluated,
 //   - evaluates, in one BatchSession::step, the last sampled token of every generating slot plus
 //     chunks of the prompts being read, within a budget of n_batch tokens (decode tokens first, so
 //     a long prompt never holds up the others' next token),
@@ -29,8 +30,9 @@ namespace latte::server {
 
 struct EngineOptions {
   int n_slots = 4;
-  SessionOptions session;  // n_ctx: each slot's context; n_batch: the tokens of one step
-  int max_queued = 64;     // jobs waiting for a slot; one more is refused (503)
+  SessionOptions session;    // n_ctx: each slot's context; n_batch: the tokens of one step
+  int max_queued = 64;       // jobs waiting for a slot; one more is refused (503)
+  bool prompt_cache = true;  // reuse the prefix a slot's cache shares with a new prompt (--no-cache-prompt: off)
 };
 
 // What a request asks the engine for.
@@ -43,6 +45,8 @@ struct EngineJob {
   bool ignore_eos = false;
   bool chat = false;             // split <think> spans off into reasoning; trim the reply's opening whitespace
   bool starts_thinking = false;  // the chat template's generation prompt opened a <think> span
+  bool cache_prompt = true;      // llama-server's field: false evaluates the whole prompt afresh
+  int logprobs = -1;             // -1: none; else each token's logprob and this many alternatives (token_logprobs.h)
 };
 
 struct SlotInfo {
@@ -52,12 +56,14 @@ struct SlotInfo {
   int64_t n_ctx = 0;
   int64_t prompt_tokens = 0;     // of the job in the slot
   int64_t generated_tokens = 0;  // so far
+  int64_t cached_tokens = 0;     // of the prompt of the job in the slot (or the last one), taken from the cache
 };
 
 struct EngineMetrics {
-  uint64_t requests_total = 0;      // jobs finished (stopped, cut at a limit or cancelled)
-  uint64_t requests_cancelled = 0;  // of those, the ones whose client went away
-  uint64_t prompt_tokens_total = 0;
+  uint64_t requests_total = 0;              // jobs finished (stopped, cut at a limit or cancelled)
+  uint64_t requests_cancelled = 0;          // of those, the ones whose client went away
+  uint64_t prompt_tokens_total = 0;         // of the jobs admitted, cached ones included
+  uint64_t prompt_tokens_cached_total = 0;  // of those, the ones taken from a slot's cache
   uint64_t generated_tokens_total = 0;
   int processing = 0;  // jobs in slots
   int queued = 0;      // jobs waiting for a slot
@@ -102,7 +108,7 @@ class Engine {
   void admit_locked();
   void step();
   void sample_next(Slot& slot, std::span<float> logits);
-  // Sends the job's last update, frees the slot and clears its sequence.
+  // Sends the job's last update and frees the slot (its cache stays, for a later prompt to reuse).
   void finish(Slot& slot, const std::string& reason, const std::string& error = {});
   void publish_locked();
 
@@ -111,6 +117,7 @@ class Engine {
   EngineOptions options_;
   std::unique_ptr<BatchSession> batch_;
   std::vector<std::unique_ptr<Slot>> slots_;  // touched by the engine thread only
+  uint64_t admissions_ = 0;                   // jobs admitted so far: the slots' last_used clock
 
   mutable std::mutex mutex_;  // guards what follows
   std::condition_variable wake_;

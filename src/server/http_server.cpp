@@ -3,11 +3,14 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <algorithm>
 #include <exception>
+#include <iterator>
 #include <utility>
 
 #include "ggml-like/core/error.h"
 #include "src/server/api_error.h"
+#include "src/server/chat_page.h"
 #include "src/server/completion_request.h"
 #include "src/server/openai_format.h"
 #include "src/server/request_prompt.h"
@@ -64,8 +67,8 @@ class EventStream {
       return false;
     }
     for (const ReplyUpdate& u : updates) {
-      if ((!u.content.empty() || !u.reasoning.empty()) &&
-          !send(sink, sse_event(text_chunk(header_, u.content, u.reasoning))))
+      if ((!u.content.empty() || !u.reasoning.empty() || !u.logprobs.empty()) &&
+          !send(sink, sse_event(text_chunk(header_, u.content, u.reasoning, u.logprobs))))
         return false;
       if (!u.done) continue;
       if (!u.error.empty()) {
@@ -143,6 +146,8 @@ struct HttpServer::Impl {
     job.max_tokens = r.max_tokens;
     job.stop = r.stop;
     job.ignore_eos = r.ignore_eos;
+    job.cache_prompt = r.cache_prompt;
+    job.logprobs = r.logprobs;
     job.chat = endpoint == Endpoint::kChatCompletions;
     job.starts_thinking = job.chat && chat_template.starts_thinking();
     std::shared_ptr<UpdateChannel> channel = engine.submit(std::move(job));
@@ -162,13 +167,15 @@ struct HttpServer::Impl {
     // Whole replies: the client's connection is not watched meanwhile (httplib 0.11 cannot tell
     // while nothing is written); the job ends at its limits, or when the server shuts down.
     std::string content, reasoning;
+    std::vector<TokenLogprob> logprobs;
     for (;;) {
       for (ReplyUpdate& u : channel->wait(std::chrono::milliseconds(500))) {
         content += u.content;
         reasoning += u.reasoning;
+        std::move(u.logprobs.begin(), u.logprobs.end(), std::back_inserter(logprobs));
         if (!u.done) continue;
         if (!u.error.empty()) throw ApiError(500, "server_error", u.error);
-        send_json(res, 200, completion_response(header, content, reasoning, u));
+        send_json(res, 200, completion_response(header, content, reasoning, u, r.logprobs >= 0 ? &logprobs : nullptr));
         return;
       }
     }
@@ -176,6 +183,10 @@ struct HttpServer::Impl {
 
   void models(const httplib::Request&, httplib::Response& res) {
     send_json(res, 200, models_json(options.model_name, created, engine.slot_context(), tokenizer.n_vocab()));
+  }
+
+  void chat_page(const httplib::Request&, httplib::Response& res) {
+    res.set_content(std::string(chat_page_html()), "text/html; charset=utf-8");
   }
 
   void health(const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); }
@@ -215,9 +226,10 @@ struct HttpServer::Impl {
   }
 
   void routes() {
-    // Everything but /health needs the key when one is set.
+    // Everything but /health and the chat page needs the key when one is set (the page asks the
+    // user for it and sends it with its requests, as llama-server's web UI does).
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (options.api_key.empty() || req.path == "/health" || bearer_token(req) == options.api_key)
+      if (options.api_key.empty() || req.path == "/health" || req.path == "/" || bearer_token(req) == options.api_key)
         return httplib::Server::HandlerResponse::Unhandled;
       send_api_error(res,
                      ApiError(401, "authentication_error", "invalid or missing API key (Authorization: Bearer KEY)"));
@@ -227,6 +239,7 @@ struct HttpServer::Impl {
       http.Post(path, guarded(&Impl::chat_completions));
     for (const char* path : {"/v1/completions", "/completions"}) http.Post(path, guarded(&Impl::completions));
     for (const char* path : {"/v1/models", "/models"}) http.Get(path, guarded(&Impl::models));
+    http.Get("/", guarded(&Impl::chat_page));
     http.Get("/health", guarded(&Impl::health));
     http.Get("/metrics", guarded(&Impl::metrics));
     http.Get("/slots", guarded(&Impl::slots));

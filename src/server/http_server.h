@@ -1,6 +1,6 @@
 // The HTTP side of `latte serve` (docs/server.md): OpenAI's /v1/chat/completions,
 // /v1/completions and /v1/models, and llama-server's /health, /metrics, /slots, /tokenize and
-// /detokenize, over cpp-httplib. Handlers parse and check a request, hand a job to the Engine and
+// /detokenize, and a chat page at /, over cpp-httplib. Handlers parse and check a request, hand a job to the Engine and
 // write its updates, whole or as server-sent events; a client that goes away mid-stream cancels
 // its job. Every error is answered as OpenAI's error JSON and the server keeps serving.
 // httplib.h is included by http_server.cpp alone (it is heavy, and its defines must match the

@@ -12,10 +12,17 @@ using nlohmann::json;
 
 bool is_chat(const ReplyHeader& h) { return h.endpoint == Endpoint::kChatCompletions; }
 
+// A token's text as OpenAI's `bytes`: its UTF-8 bytes, which need not be whole characters.
+json token_bytes(const std::string& s) {
+  json out = json::array();
+  for (unsigned char c : s) out.push_back(static_cast<int>(c));
+  return out;
+}
+
 json chunk_with(const ReplyHeader& h, json choice) {
   choice["index"] = 0;
   if (!choice.contains("finish_reason")) choice["finish_reason"] = nullptr;
-  if (!is_chat(h)) choice["logprobs"] = nullptr;
+  if (!choice.contains("logprobs")) choice["logprobs"] = nullptr;
   return {{"id", h.id},
           {"object", is_chat(h) ? "chat.completion.chunk" : "text_completion"},
           {"created", h.created},
@@ -38,15 +45,46 @@ ReplyHeader new_reply_header(Endpoint endpoint, std::string model) {
   return h;
 }
 
-json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
-  return {{"prompt_tokens", prompt_tokens},
-          {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens}};
+json usage_json(const ReplyUpdate& last) {
+  return {{"prompt_tokens", last.prompt_tokens},
+          {"completion_tokens", last.completion_tokens},
+          {"total_tokens", last.prompt_tokens + last.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", last.cached_tokens}}}};
+}
+
+json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>& logprobs) {
+  if (endpoint == Endpoint::kChatCompletions) {
+    json content = json::array();
+    for (const TokenLogprob& t : logprobs) {
+      json top = json::array();
+      for (const auto& [token, lp] : t.top)
+        top.push_back({{"token", token}, {"logprob", lp}, {"bytes", token_bytes(token)}});
+      content.push_back(
+          {{"token", t.token}, {"logprob", t.logprob}, {"bytes", token_bytes(t.token)}, {"top_logprobs", top}});
+    }
+    return {{"content", std::move(content)}, {"refusal", nullptr}};
+  }
+  json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(), offsets = json::array();
+  for (const TokenLogprob& t : logprobs) {
+    tokens.push_back(t.token);
+    token_logprobs.push_back(t.logprob);
+    json top = json::object();
+    for (const auto& [token, lp] : t.top)
+      if (!top.contains(token)) top[token] = lp;  // two ids of one text: the likelier one
+    top_logprobs.push_back(std::move(top));
+    offsets.push_back(t.text_offset);
+  }
+  return {{"tokens", std::move(tokens)},
+          {"token_logprobs", std::move(token_logprobs)},
+          {"top_logprobs", std::move(top_logprobs)},
+          {"text_offset", std::move(offsets)}};
 }
 
 json completion_response(const ReplyHeader& h, const std::string& content, const std::string& reasoning,
-                         const ReplyUpdate& last) {
-  json choice = {{"index", 0}, {"finish_reason", last.finish_reason}, {"logprobs", nullptr}};
+                         const ReplyUpdate& last, const std::vector<TokenLogprob>* logprobs) {
+  json choice = {{"index", 0},
+                 {"finish_reason", last.finish_reason},
+                 {"logprobs", logprobs ? logprobs_json(h.endpoint, *logprobs) : json(nullptr)}};
   if (is_chat(h)) {
     json message = {{"role", "assistant"}, {"content", content}};
     if (!reasoning.empty()) message["reasoning_content"] = reasoning;
@@ -59,17 +97,24 @@ json completion_response(const ReplyHeader& h, const std::string& content, const
           {"created", h.created},
           {"model", h.model},
           {"choices", json::array({std::move(choice)})},
-          {"usage", usage_json(last.prompt_tokens, last.completion_tokens)}};
+          {"usage", usage_json(last)}};
 }
 
 json role_chunk(const ReplyHeader& h) { return chunk_with(h, {{"delta", {{"role", "assistant"}, {"content", ""}}}}); }
 
-json text_chunk(const ReplyHeader& h, const std::string& content, const std::string& reasoning) {
-  if (!is_chat(h)) return chunk_with(h, {{"text", content}});
-  json delta = json::object();
-  if (!content.empty()) delta["content"] = content;
-  if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
-  return chunk_with(h, {{"delta", std::move(delta)}});
+json text_chunk(const ReplyHeader& h, const std::string& content, const std::string& reasoning,
+                const std::vector<TokenLogprob>& logprobs) {
+  json choice;
+  if (is_chat(h)) {
+    json delta = json::object();
+    if (!content.empty()) delta["content"] = content;
+    if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
+    choice["delta"] = std::move(delta);
+  } else {
+    choice["text"] = content;
+  }
+  if (!logprobs.empty()) choice["logprobs"] = logprobs_json(h.endpoint, logprobs);
+  return chunk_with(h, std::move(choice));
 }
 
 json finish_chunk(const ReplyHeader& h, const std::string& finish_reason) {
@@ -80,7 +125,7 @@ json finish_chunk(const ReplyHeader& h, const std::string& finish_reason) {
 json usage_chunk(const ReplyHeader& h, const ReplyUpdate& last) {
   json j = chunk_with(h, json::object());
   j["choices"] = json::array();
-  j["usage"] = usage_json(last.prompt_tokens, last.completion_tokens);
+  j["usage"] = usage_json(last);
   return j;
 }
 
@@ -109,7 +154,8 @@ json slots_json(const std::vector<SlotInfo>& slots) {
                    {"n_ctx", s.n_ctx},
                    {"n_past", s.n_past},
                    {"n_prompt_tokens", s.prompt_tokens},
-                   {"n_decoded", s.generated_tokens}});
+                   {"n_decoded", s.generated_tokens},
+                   {"n_cached", s.cached_tokens}});
   return out;
 }
 
@@ -121,7 +167,10 @@ std::string metrics_text(const EngineMetrics& m) {
   metric("requests_total", "counter", "Requests finished (completed, cut at a limit or cancelled).", m.requests_total);
   metric("requests_cancelled_total", "counter", "Requests whose client went away before the end.",
          m.requests_cancelled);
-  metric("prompt_tokens_total", "counter", "Prompt tokens evaluated.", m.prompt_tokens_total);
+  metric("prompt_tokens_total", "counter", "Prompt tokens of the requests admitted (cached ones included).",
+         m.prompt_tokens_total);
+  metric("prompt_tokens_cached_total", "counter", "Prompt tokens taken from a slot's cache instead of evaluated.",
+         m.prompt_tokens_cached_total);
   metric("generated_tokens_total", "counter", "Tokens generated.", m.generated_tokens_total);
   metric("requests_processing", "gauge", "Requests in a slot.", m.processing);
   metric("requests_queued", "gauge", "Requests waiting for a slot.", m.queued);

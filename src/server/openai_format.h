@@ -23,16 +23,23 @@ struct ReplyHeader {
 // A fresh reply header: a random id with the endpoint's prefix and the current time.
 ReplyHeader new_reply_header(Endpoint endpoint, std::string model);
 
-nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
+// OpenAI's usage, with prompt_tokens_details.cached_tokens: the prompt tokens the prompt cache held.
+nlohmann::json usage_json(const ReplyUpdate& last);
 
-// The non-streamed response for a whole reply (`last` carries the finish reason and usage).
+// OpenAI's logprobs of a choice: chat {"content": [{token, logprob, bytes, top_logprobs}]},
+// completions {tokens, token_logprobs, top_logprobs: [{token: logprob}], text_offset}.
+nlohmann::json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>& logprobs);
+
+// The non-streamed response for a whole reply (`last` carries the finish reason and usage;
+// logprobs: the reply's, or nullptr when not asked).
 nlohmann::json completion_response(const ReplyHeader& h, const std::string& content, const std::string& reasoning,
-                                   const ReplyUpdate& last);
+                                   const ReplyUpdate& last, const std::vector<TokenLogprob>* logprobs = nullptr);
 
 // Streamed chunks. The first chunk of a chat reply carries the role; text chunks carry content or
 // reasoning_content; the finish chunk an empty delta and the reason; the usage chunk no choices.
 nlohmann::json role_chunk(const ReplyHeader& h);
-nlohmann::json text_chunk(const ReplyHeader& h, const std::string& content, const std::string& reasoning);
+nlohmann::json text_chunk(const ReplyHeader& h, const std::string& content, const std::string& reasoning,
+                          const std::vector<TokenLogprob>& logprobs = {});
 nlohmann::json finish_chunk(const ReplyHeader& h, const std::string& finish_reason);
 nlohmann::json usage_chunk(const ReplyHeader& h, const ReplyUpdate& last);
 // One server-sent event: "data: <json>\n\n".

@@ -12,15 +12,19 @@
 #include <string>
 #include <vector>
 
+#include "src/server/token_logprobs.h"
+
 namespace latte::server {
 
 struct ReplyUpdate {
-  std::string content;        // answer text since the previous update
-  std::string reasoning;      // <think>...</think> text since the previous update (chat only)
-  bool done = false;          // the last update of the request; the fields below are set on it
-  std::string finish_reason;  // "stop" (end of generation or a stop string) or "length"
-  std::string error;          // not empty: the engine failed the request (a 500)
+  std::string content;                 // answer text since the previous update
+  std::string reasoning;               // <think>...</think> text since the previous update (chat only)
+  std::vector<TokenLogprob> logprobs;  // of the tokens generated since the previous update, when asked
+  bool done = false;                   // the last update of the request; the fields below are set on it
+  std::string finish_reason;           // "stop" (end of generation or a stop string) or "length"
+  std::string error;                   // not empty: the engine failed the request (a 500)
   int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;  // of the prompt tokens, those taken from the prompt cache
   int64_t completion_tokens = 0;
 };
 

@@ -85,6 +85,7 @@ int cmd_serve(int argc, char** argv) {
   std::string model_path, template_name, alias;
   server::HttpOptions http_options;
   int n_parallel = 4, max_queued = 64;
+  bool cache_prompt = true;
   int64_t max_body = 8 << 20;
   SessionFlags session_flags;
   session_flags.batch = 2048;  // llama-server's -b: a step's tokens, decode and prompt chunks together
@@ -111,6 +112,9 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--threads-http", http_options.threads,
                  "connections served at once (default: slots + queue + 4, since a stream holds its connection)")
       ->check(integer(0, 4096));
+  app.add_flag("--cache-prompt,!--no-cache-prompt", cache_prompt,
+               "reuse the prefix a slot's cache shares with a new prompt, evaluating only the rest (default: on; "
+               "llama-server's flags)");
   session_flags.add_to(app);
   add_sampling_flags(app, sampling);
   app.get_option("-c")->description(
@@ -129,6 +133,7 @@ int cmd_serve(int argc, char** argv) {
   server::EngineOptions engine_options;
   engine_options.n_slots = n_parallel;
   engine_options.max_queued = max_queued;
+  engine_options.prompt_cache = cache_prompt;
   engine_options.session = session_flags.options();
   if (engine_options.session.placement) {
     note("latte serve", "the batched engine runs on the CPU only: the placement flags are ignored");
