@@ -50,7 +50,7 @@ void run_batched_bench(const Model& model, const BatchedBenchOptions& o,
   for (int64_t pp : o.n_pp) {
     for (int64_t tg : o.n_tg) {
       for (int64_t pl : o.n_pl) {
-        BatchedBenchResult r{pp, tg, pl, pl * (pp + tg)};
+        BatchedBenchResult r{pp, tg, pl, o.pp_shared ? pp + pl * tg : pl * (pp + tg), o.pp_shared};
         if (r.n_kv > o.n_kv_max) continue;
         SessionOptions so = o.session;
         so.n_ctx = pp + tg;
@@ -61,10 +61,12 @@ void run_batched_bench(const Model& model, const BatchedBenchOptions& o,
           b.clear(0);
           warmed_up = true;
         }
-        std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(pl), std::vector<int32_t>(pp));
+        std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(o.pp_shared ? 1 : pl), std::vector<int32_t>(pp));
         for (auto& p : prompts) std::generate(p.begin(), p.end(), [&] { return token(rng); });
         const Stopwatch pp_time;
         prefill(b, prompts, o.n_batch);
+        if (o.pp_shared)
+          for (int s = 1; s < static_cast<int>(pl); ++s) b.copy_prefix(0, s, pp);
         r.t_pp = pp_time.seconds();
 
         std::vector<int32_t> next(static_cast<size_t>(pl));

@@ -1,5 +1,5 @@
 // `latte batched-bench -m MODEL [-npp 128,...] [-ntg 128,...] [-npl 1,2,4,...] [-c N_KV_MAX] [-b N]
-// [-t N] [--output-format md|jsonl]`: llama-batched-bench's table (and its jsonl keys) for B
+// [-pps] [-t N] [--output-format md|jsonl]`: llama-batched-bench's table (and its jsonl keys) for B
 // sequences evaluated together, one graph per step (src/bench/batched_bench.h). -npp, -ntg and
 // -npl are llama's spellings of --n-pp, --n-tg and --n-pl (llama_spellings.cpp). `--mixed-load`
 // measures the 4-prompts-beside-16-decoders step instead (src/bench/mixed_load.h).
@@ -79,6 +79,8 @@ int cmd_batched_bench(int argc, char** argv) {
   add_integer_list(app, "--n-tg", opts.n_tg, "generated tokens per sequence, comma-separated", 1)->default_str("128");
   add_integer_list(app, "--n-pl", opts.n_pl, "sequences decoded together, comma-separated", 1)->default_str("1");
   app.add_option("--output-format", output, "md (a table) or jsonl (one JSON object per line)")->capture_default_str();
+  app.add_flag("--pp-shared", opts.pp_shared,
+               "-pps: the sequences share one prompt, read once and copied into each (llama-batched-bench's -pps)");
   bool mixed_load = false;
   app.add_flag("--mixed-load", mixed_load,
                "instead: 4 prompts (64/128/256/256 new tokens after 512/0/0/256 cached) read beside 16 sequences "
@@ -119,7 +121,7 @@ int cmd_batched_bench(int argc, char** argv) {
                                 {"n_batch", opts.n_batch},
                                 {"n_ubatch", opts.n_batch},
                                 {"flash_attn", true},
-                                {"is_pp_shared", false},
+                                {"is_pp_shared", opts.pp_shared},
                                 {"n_gpu_layers", 0},
                                 {"n_threads", threads},
                                 {"n_threads_batch", threads},

@@ -27,6 +27,7 @@ constexpr LlamaSpelling kSpellings[] = {
     {"-npp", "--n-pp", ""},
     {"-ntg", "--n-tg", ""},
     {"-npl", "--n-pl", ""},
+    {"-pps", "--pp-shared", ""},
     // llama-server's.
     {"-np", "--parallel", ""},
 };

@@ -69,6 +69,32 @@ TEST(BatchedBenchCli, MarkdownTableHasOneRowPerTest) {
   EXPECT_EQ(rows, 4) << r.out;
 }
 
+// -pps: one prompt read and copied into every sequence; N_KV and S_PP as llama-batched-bench counts
+// them (PP + B*TG, PP / T_PP), so -c 24 takes B = 4 (8 + 4*4 = 24 cells) where without -pps it
+// would need 48.
+TEST(BatchedBenchCli, SharedPromptCountsAsLlamaBatchedBench) {
+  LATTE_REQUIRE_SHARED("fixtures/ds2-v2-tiny-q8_0.gguf");
+  for (const bool shared : {true, false}) {
+    const auto r = run_latte("batched-bench -m " + fixture() +
+                                 " -npp 8 -ntg 4 -npl 4 -c 24 -t 1 --output-format jsonl" + (shared ? " -pps" : ""),
+                             false);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const std::vector<std::string> lines = lines_of(r.out);
+    if (!shared) {
+      EXPECT_TRUE(lines.empty()) << r.out;  // 4 * (8 + 4) = 48 rows do not fit in 24
+      continue;
+    }
+    ASSERT_EQ(lines.size(), 1u) << r.out;
+    const nlohmann::json j = nlohmann::json::parse(lines[0]);
+    EXPECT_EQ(j["is_pp_shared"], true);
+    EXPECT_EQ(j["n_kv"], 8 + 4 * 4);
+    const double t_pp = j["t_pp"];
+    ASSERT_GT(t_pp, 0);
+    EXPECT_NEAR(j["speed_pp"].get<double>(), 8 / t_pp, 1e-6 * 8 / t_pp);
+    EXPECT_NEAR(j["speed_tg"].get<double>(), 4 * 4 / j["t_tg"].get<double>(), 1e-6 * j["speed_tg"].get<double>());
+  }
+}
+
 // --mixed-load: 4 prompts (704 new tokens) beside 16 decoders; with -b 116 each step carries the 16
 // decode tokens and 100 prompt tokens, first come first, so the prompts are read in
 // ceil(704 / 100) = 8 steps and finish in their order.
