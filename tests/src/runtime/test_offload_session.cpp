@@ -149,16 +149,29 @@ void expect_reference_logits(const Fixture& f, Plan plan, const latte::Session& 
   }
 }
 
+// A fixture's model, tokens and reference logits, read from ../shared.
+struct Loaded {
+  latte::Model model;
+  std::vector<int32_t> tokens;
+  std::vector<float> reference;
+};
+
+Loaded load(const Fixture& f) {
+  const auto dir = latte::testing::shared_dir();
+  return {latte::Model((dir / f.gguf).string()), latte::testing::read_token_file(dir / f.tokens),
+          latte::testing::read_f32_file(dir / f.reference)};
+}
+
 class OffloadFixture : public ::testing::TestWithParam<Case> {};
 
 TEST_P(OffloadFixture, MatchesReferenceLogitsWithTheDeviceHoldingThePlan) {
   const Fixture& f = kFixtures[GetParam().fixture];
   const Plan plan = GetParam().plan;
   LATTE_REQUIRE_SHARED(f.gguf);
-  const auto dir = latte::testing::shared_dir();
-  const latte::Model model((dir / f.gguf).string());
-  const auto tokens = latte::testing::read_token_file(dir / f.tokens);
-  const auto ref = latte::testing::read_f32_file(dir / f.reference);
+  const Loaded fx = load(f);
+  const latte::Model& model = fx.model;
+  const std::vector<int32_t>& tokens = fx.tokens;
+  const std::vector<float>& ref = fx.reference;
 
   SimulatedDevice* dev = nullptr;
   latte::SessionOptions o = offloading(request_for(plan, static_cast<int>(model.hparams().n_layer)), &dev);
@@ -183,10 +196,10 @@ TEST_P(GpuOffloadFixture, MatchesReferenceLogitsOnTheGpu) {
   const Fixture& f = kFixtures[GetParam().fixture];
   const Plan plan = GetParam().plan;
   LATTE_REQUIRE_SHARED(f.gguf);
-  const auto dir = latte::testing::shared_dir();
-  const latte::Model model((dir / f.gguf).string());
-  const auto tokens = latte::testing::read_token_file(dir / f.tokens);
-  const auto ref = latte::testing::read_f32_file(dir / f.reference);
+  const Loaded fx = load(f);
+  const latte::Model& model = fx.model;
+  const std::vector<int32_t>& tokens = fx.tokens;
+  const std::vector<float>& ref = fx.reference;
 
   latte::SessionOptions o;
   o.n_threads = 1;

@@ -106,6 +106,20 @@ class ServerProcess {
   std::string stderr_, error_;
 };
 
+// A test suite whose tests share one server, started once with Suite::server_flags() (the flags
+// after `latte serve --port 0`): each test fails at once if it did not start.
+template <class Suite>
+class SharedServerSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new ServerProcess(Suite::server_flags()); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override { ASSERT_GT(server_->port(), 0) << server_->error(); }
+  static inline ServerProcess* server_ = nullptr;
+};
+
 // A response's status and body (status -1: no response, with httplib's error in body).
 struct HttpReply {
   int status = -1;

@@ -33,17 +33,10 @@ std::string completion_text(const HttpReply& r) {
   return j["choices"][0]["text"].get<std::string>();
 }
 
-class ServerCompletions : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { server_ = new ServerProcess({"--parallel", "4"}); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_GT(server_->port(), 0) << server_->error(); }
-  static ServerProcess* server_;
+class ServerCompletions : public SharedServerSuite<ServerCompletions> {
+ public:
+  static std::vector<std::string> server_flags() { return {"--parallel", "4"}; }
 };
-ServerProcess* ServerCompletions::server_ = nullptr;
 
 TEST_F(ServerCompletions, GreedyCompletionEqualsLatteRun) {
   httplib::Client c = server_->client();

@@ -20,17 +20,10 @@ namespace latte::testing::test_server_logprobs {
 
 using nlohmann::json;
 
-class ServerLogprobs : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { server_ = new ServerProcess({"--parallel", "2"}); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_GT(server_->port(), 0) << server_->error(); }
-  static ServerProcess* server_;
+class ServerLogprobs : public SharedServerSuite<ServerLogprobs> {
+ public:
+  static std::vector<std::string> server_flags() { return {"--parallel", "2"}; }
 };
-ServerProcess* ServerLogprobs::server_ = nullptr;
 
 json post_ok(httplib::Client& c, const std::string& path, const json& body) {
   const HttpReply r = http_post(c, path, body.dump());

@@ -34,19 +34,12 @@ std::string completion_body(const std::string& prompt, int max_tokens, json extr
 
 int64_t cached_tokens(const json& reply) { return reply["usage"]["prompt_tokens_details"]["cached_tokens"]; }
 
-class ServerPromptCache : public ::testing::Test {
- protected:
+class ServerPromptCache : public SharedServerSuite<ServerPromptCache> {
+ public:
   // Slots of 4096 tokens (beyond the model's training context, which only warns): a reply that
   // ignores end-of-text holds its slot for seconds.
-  static void SetUpTestSuite() { server_ = new ServerProcess({"--parallel", "2", "-c", "8192", "--deterministic"}); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_GT(server_->port(), 0) << server_->error(); }
-  static ServerProcess* server_;
+  static std::vector<std::string> server_flags() { return {"--parallel", "2", "-c", "8192", "--deterministic"}; }
 };
-ServerProcess* ServerPromptCache::server_ = nullptr;
 
 TEST_F(ServerPromptCache, SharedPrefixIsReusedAndGivesTheFreshReply) {
   httplib::Client c = server_->client();
