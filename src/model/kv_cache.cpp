@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ggml-like/core/error.h"
+#include "src/model/page_pool.h"
 
 namespace latte {
 
@@ -105,7 +106,44 @@ KvCache::KvCache(const Hparams& hp, int64_t n_ctx, ggl::Type type, const std::ve
   }
 }
 
-KvCache::~KvCache() = default;
+KvCache::KvCache(const CachePagePool& pool, int64_t n_ctx)
+    : layout_(pool.layout()), type_(pool.type()), n_ctx_(n_ctx), n_layer_(pool.n_layer()), pool_(&pool) {
+  if (n_ctx <= 0) ggl::fail("context size {} must be positive", n_ctx);
+  slots_ = (n_ctx + pool.page_tokens() - 1) / pool.page_tokens();
+  rows_.assign(static_cast<size_t>(n_layer_ * layout_.streams), nullptr);
+  for (size_t i = 0; i < rows_.size(); ++i) {
+    const int stream = static_cast<int>(i % static_cast<size_t>(layout_.streams));
+    try {
+      rows_[i] = pool.reserve_window(stream, slots_);
+    } catch (...) {
+      release_windows();  // the destructor does not run for a constructor that throws
+      throw;
+    }
+  }
+}
+
+KvCache::~KvCache() { release_windows(); }
+
+void KvCache::release_windows() {
+  if (!pool_) return;
+  for (size_t i = 0; i < rows_.size(); ++i)
+    if (rows_[i]) pool_->release_window(static_cast<int>(i % static_cast<size_t>(layout_.streams)), rows_[i], slots_);
+  rows_.clear();
+}
+
+void KvCache::map_page(int64_t slot, int64_t page) const {
+  const size_t part = static_cast<size_t>(pool_->page_tokens());
+  for (int64_t il = 0; il < n_layer_; ++il)
+    for (int s = 0; s < layout_.streams; ++s)
+      pool_->map(page, il, s, data(il, s) + static_cast<size_t>(slot) * part * row_bytes(s));
+}
+
+void KvCache::unmap_page(int64_t slot) const {
+  const size_t part = static_cast<size_t>(pool_->page_tokens());
+  for (int64_t il = 0; il < n_layer_; ++il)
+    for (int s = 0; s < layout_.streams; ++s)
+      pool_->unmap(il, s, data(il, s) + static_cast<size_t>(slot) * part * row_bytes(s));
+}
 
 size_t KvCache::bytes_per_token() const {
   size_t per_layer = 0;

@@ -7,6 +7,9 @@
 // as rows are written. A layer's buffers may live in a device backend's memory (offload): the
 // layers placed on one device share one buffer of it, and rows move in and out through the
 // backend (read_rows / write_rows / move_rows work for either kind of layer).
+// The paged form (host memory only) holds no rows of its own: its windows show the pages of a
+// CachePagePool (page_pool.h) that the owner maps into them, page slot k holding positions
+// [k * page_tokens, (k + 1) * page_tokens).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +24,8 @@
 #include "src/model/hparams.h"
 
 namespace latte {
+
+class CachePagePool;
 
 struct CacheLayout {
   int streams = 1;
@@ -44,6 +49,9 @@ class KvCache {
   // device_of_layer: per layer the device backend whose memory holds its cache, nullptr (or an
   // empty vector) for host memory. The backends must outlive the cache.
   KvCache(const Hparams& hp, int64_t n_ctx, ggl::Type type, const std::vector<ggl::Backend*>& device_of_layer = {});
+  // The paged form: windows of n_ctx rows (rounded up to whole pages) over the pool's pages, none
+  // mapped yet. The pool must outlive the cache.
+  KvCache(const CachePagePool& pool, int64_t n_ctx);
   ~KvCache();
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
@@ -65,10 +73,18 @@ class KvCache {
   void read_rows(int64_t layer, int stream, int64_t first, int64_t n, void* host_dst) const;
   void write_rows(int64_t layer, int stream, int64_t first, int64_t n, const void* host_src) const;
   void move_rows(int64_t layer, int stream, int64_t from, int64_t to, int64_t n) const;
+  // Paged form: shows pool page `page` at page slot `slot` of every layer's and stream's window, or
+  // nothing there (reading or writing it then faults).
+  void map_page(int64_t slot, int64_t page) const;
+  void unmap_page(int64_t slot) const;
+  const CachePagePool* pool() const { return pool_; }
+
   // The whole buffer of a layer's stream as a graph leaf [width, n_ctx].
   ggl::Tensor* tensor(ggl::Graph& g, int64_t layer, int stream) const;
 
  private:
+  void release_windows();  // the paged form's
+
   CacheLayout layout_;
   ggl::Type type_;
   int64_t n_ctx_;
@@ -77,6 +93,8 @@ class KvCache {
   std::vector<std::unique_ptr<uint8_t[]>> host_buffers_;             // [layer * streams + stream]
   std::vector<std::unique_ptr<ggl::BackendBuffer>> device_buffers_;  // one per device
   std::vector<uint8_t*> rows_;                                       // [layer * streams + stream]
+  const CachePagePool* pool_ = nullptr;                              // the paged form's pool
+  int64_t slots_ = 0;                                                // the paged form's pages per window
 };
 
 }  // namespace latte

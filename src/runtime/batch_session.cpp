@@ -1,5 +1,6 @@
 #include "src/runtime/batch_session.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "ggml-like/core/error.h"
@@ -7,15 +8,24 @@
 
 namespace latte {
 
-BatchSession::BatchSession(const Model& model, int n_sequences, SessionOptions options)
+BatchSession::BatchSession(const Model& model, int n_sequences, SessionOptions options, CachePoolOptions pool)
     : model_(model), options_(resolved_options(model, std::move(options))) {
   if (n_sequences <= 0) ggl::fail("{} sequences: there must be at least one", n_sequences);
   if (options_.placement) ggl::fail("batched sequences run on the CPU only (no offload yet)");
+  if (pool.tokens < 0) ggl::fail("a cache pool of {} tokens: the size must be positive", pool.tokens);
   backend_ = ggl::make_backend({.n_threads = options_.n_threads});
   backend_->use_prepared_weights(model.prepared_weights());
-  for (int s = 0; s < n_sequences; ++s)
-    caches_.push_back(std::make_unique<KvCache>(model.hparams(), options_.n_ctx, options_.cache_type));
-  n_past_.assign(static_cast<size_t>(n_sequences), 0);
+  const int64_t tokens = pool.tokens > 0 ? pool.tokens : options_.n_ctx * n_sequences;
+  const int64_t page_tokens = pool.page_tokens > 0
+                                  ? pool.page_tokens
+                                  : CachePagePool::page_tokens_for(model.hparams(), options_.cache_type, tokens);
+  // Without a size, every sequence can fill its context at once: whole pages each.
+  const int64_t whole =
+      pool.tokens > 0 ? tokens : (options_.n_ctx + page_tokens - 1) / page_tokens * page_tokens * n_sequences;
+  pool_ = std::make_unique<CachePagePool>(model.hparams(), options_.cache_type, whole, page_tokens);
+  pages_ = std::make_unique<PrefixPages>(pool_->n_pages(), pool_->page_tokens());
+  sequences_.resize(static_cast<size_t>(n_sequences));
+  for (Sequence& s : sequences_) s.cache = std::make_unique<KvCache>(*pool_, options_.n_ctx);
 }
 
 BatchSession::~BatchSession() = default;
@@ -25,48 +35,205 @@ size_t BatchSession::index_of(int sequence) const {
   return static_cast<size_t>(sequence);
 }
 
-void BatchSession::clear(int sequence) { n_past_[index_of(sequence)] = 0; }
+std::optional<int64_t> BatchSession::take_page(const Sequence* keep_a, const Sequence* keep_b) {
+  for (;;) {
+    if (const std::optional<int64_t> page = pages_->allocate()) return page;
+    Sequence* victim = nullptr;
+    for (Sequence& s : sequences_)
+      if (s.evictable && !s.pages.empty() && &s != keep_a && &s != keep_b &&
+          (!victim || s.evictable_since < victim->evictable_since))
+        victim = &s;
+    if (!victim) return std::nullopt;
+    // Its published pages become cached (the next allocate() may evict them, its last first).
+    victim->tokens.clear();
+    drop_pages(*victim, 0);
+  }
+}
+
+void BatchSession::append_page(Sequence& s, int64_t page) {
+  s.cache->map_page(static_cast<int64_t>(s.pages.size()), page);
+  s.pages.push_back(page);
+}
+
+void BatchSession::drop_pages(Sequence& s, size_t first) {
+  // The last first: a subtree's leaves join the eviction line before their parents.
+  while (s.pages.size() > first) {
+    s.cache->unmap_page(static_cast<int64_t>(s.pages.size() - 1));
+    pages_->release(s.pages.back());
+    s.pages.pop_back();
+  }
+  s.published = std::min(s.published, static_cast<int64_t>(s.pages.size()));
+}
+
+void BatchSession::publish_pages(Sequence& s) {
+  const size_t full = s.tokens.size() / page_tokens();
+  for (auto k = static_cast<size_t>(s.published); k < full; ++k, ++s.published) {
+    const int64_t page = s.pages[k];
+    const int64_t parent = k == 0 ? -1 : s.pages[k - 1];
+    const int64_t canonical =
+        pages_->publish(page, parent, std::span(s.tokens).subspan(k * page_tokens(), page_tokens()));
+    if (canonical == page) continue;
+    // The same rows already sit in a published page: map that one and give this one back.
+    pages_->retain(canonical);
+    s.cache->map_page(static_cast<int64_t>(k), canonical);
+    s.pages[k] = canonical;
+    pages_->release(page);
+  }
+}
+
+int64_t BatchSession::reserve(int sequence, int64_t n) {
+  Sequence& s = sequence_at(sequence);
+  const int64_t past = static_cast<int64_t>(s.tokens.size());
+  const auto slots =
+      static_cast<size_t>((std::min(past + n, s.cache->n_ctx()) + pool_->page_tokens() - 1) / pool_->page_tokens());
+  while (s.pages.size() < slots) {
+    const std::optional<int64_t> page = take_page(&s);
+    if (!page) break;
+    append_page(s, *page);
+  }
+  return std::clamp(static_cast<int64_t>(s.pages.size()) * pool_->page_tokens() - past, int64_t{0}, n);
+}
+
+void BatchSession::set_evictable(int sequence, bool evictable) {
+  Sequence& s = sequence_at(sequence);
+  if (evictable && !s.evictable) s.evictable_since = ++clock_;
+  s.evictable = evictable;
+}
+
+void BatchSession::clear(int sequence) {
+  Sequence& s = sequence_at(sequence);
+  s.tokens.clear();
+  drop_pages(s, 0);
+}
 
 void BatchSession::truncate(int sequence, int64_t n) {
-  const size_t at = index_of(sequence);
-  if (n < 0 || n > n_past_[at])
-    ggl::fail("sequence {}: cannot truncate {} cached tokens to {}", sequence, n_past_[at], n);
-  n_past_[at] = n;
+  Sequence& s = sequence_at(sequence);
+  const int64_t past = static_cast<int64_t>(s.tokens.size());
+  if (n < 0 || n > past) ggl::fail("sequence {}: cannot truncate {} cached tokens to {}", sequence, past, n);
+  const size_t keep = (static_cast<size_t>(n) + page_tokens() - 1) / page_tokens();
+  drop_pages(s, keep);
+  s.tokens.resize(static_cast<size_t>(n));
+  const size_t rows = static_cast<size_t>(n) % page_tokens();
+  if (rows == 0) return;
+  // The last page kept is written past row `rows` from now on: another sequence's rows, or a
+  // published prefix, must not change, so the sequence gets its own copy of what it keeps.
+  const int64_t last = s.pages.back();
+  if (pages_->refs(last) == 1 && !pages_->published(last)) return;
+  const std::optional<int64_t> copy = take_page(&s);
+  if (!copy) {
+    s.tokens.resize(s.tokens.size() - rows);
+    drop_pages(s, keep - 1);
+    return;
+  }
+  const auto slot = static_cast<int64_t>(keep - 1), first = slot * pool_->page_tokens();
+  std::vector<uint8_t> buffer;
+  for (int64_t layer = 0; layer < s.cache->n_layer(); ++layer)
+    for (int stream = 0; stream < s.cache->layout().streams; ++stream) {
+      buffer.resize(rows * s.cache->row_bytes(stream));
+      s.cache->read_rows(layer, stream, first, static_cast<int64_t>(rows), buffer.data());
+      pool_->map(*copy, layer, stream,
+                 s.cache->data(layer, stream) + static_cast<size_t>(first) * s.cache->row_bytes(stream));
+      s.cache->write_rows(layer, stream, first, static_cast<int64_t>(rows), buffer.data());
+    }
+  s.pages.back() = *copy;
+  pages_->release(last);
+  s.published = std::min(s.published, slot);
 }
 
 void BatchSession::copy_prefix(int from, int to, int64_t n) {
-  const size_t src = index_of(from), dst = index_of(to);
-  if (src == dst) ggl::fail("sequence {}: cannot copy a prefix onto itself", from);
-  if (n < 0 || n > n_past_[src])
-    ggl::fail("sequence {} holds {} cached tokens, not the {} to copy", from, n_past_[src], n);
-  const KvCache& a = *caches_[src];
-  const KvCache& b = *caches_[dst];
-  // The caches are host memory (no offload here) of one layout: rows are contiguous per layer and
-  // stream, so the prefix of each is one block.
-  for (int64_t layer = 0; layer < a.n_layer(); ++layer)
-    for (int stream = 0; stream < a.layout().streams; ++stream)
-      std::memcpy(b.data(layer, stream), a.data(layer, stream), static_cast<size_t>(n) * a.row_bytes(stream));
-  n_past_[dst] = n;
+  Sequence& src = sequence_at(from);
+  Sequence& dst = sequence_at(to);
+  if (&src == &dst) ggl::fail("sequence {}: cannot copy a prefix onto itself", from);
+  if (n < 0 || n > static_cast<int64_t>(src.tokens.size()))
+    ggl::fail("sequence {} holds {} cached tokens, not the {} to copy", from, src.tokens.size(), n);
+  clear(to);
+  const size_t whole = static_cast<size_t>(n) / page_tokens(), rows = static_cast<size_t>(n) % page_tokens();
+  for (size_t k = 0; k < whole; ++k) {
+    pages_->retain(src.pages[k]);
+    append_page(dst, src.pages[k]);
+  }
+  pages_reused_ += whole;
+  dst.tokens.assign(src.tokens.begin(), src.tokens.begin() + static_cast<std::ptrdiff_t>(whole * page_tokens()));
+  dst.published = static_cast<int64_t>(std::min(whole, static_cast<size_t>(src.published)));
+  if (rows == 0) return;
+  const std::optional<int64_t> page = take_page(&src, &dst);
+  if (!page) return;
+  append_page(dst, *page);
+  const size_t first = whole * page_tokens();
+  // Both windows are host memory of one layout: each layer's and stream's rows are one block.
+  for (int64_t layer = 0; layer < src.cache->n_layer(); ++layer)
+    for (int stream = 0; stream < src.cache->layout().streams; ++stream) {
+      const size_t row = src.cache->row_bytes(stream);
+      std::memcpy(dst.cache->data(layer, stream) + first * row, src.cache->data(layer, stream) + first * row,
+                  rows * row);
+    }
+  dst.tokens.insert(dst.tokens.end(), src.tokens.begin() + static_cast<std::ptrdiff_t>(first),
+                    src.tokens.begin() + static_cast<std::ptrdiff_t>(first + rows));
+}
+
+int64_t BatchSession::reuse_prefix(int sequence, std::span<const int32_t> tokens) {
+  Sequence& s = sequence_at(sequence);
+  const size_t own = static_cast<size_t>(
+      std::mismatch(s.tokens.begin(), s.tokens.end(), tokens.begin(), tokens.end()).first - s.tokens.begin());
+  std::vector<int64_t> found = pages_->lookup(tokens);
+  found.resize(std::min(found.size(), static_cast<size_t>(s.cache->n_ctx()) / page_tokens()));
+  if (found.size() * page_tokens() <= own) {
+    truncate(sequence, static_cast<int64_t>(own));
+    return n_past(sequence);
+  }
+  // Retain first: some of the pages found may be the sequence's own.
+  for (int64_t page : found) pages_->retain(page);
+  clear(sequence);
+  for (int64_t page : found) append_page(s, page);
+  pages_reused_ += found.size();
+  s.tokens.assign(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(found.size() * page_tokens()));
+  s.published = static_cast<int64_t>(found.size());
+  return n_past(sequence);
+}
+
+CachePoolStats BatchSession::pool_stats() const {
+  return {.page_tokens = pool_->page_tokens(),
+          .pages = pages_->n_pages(),
+          .pages_used = pages_->n_used(),
+          .pages_cached = pages_->n_cached(),
+          .pages_free = pages_->n_free(),
+          .pages_reused = pages_reused_};
 }
 
 std::vector<float> BatchSession::step(std::span<const SequenceTokens> parts, Logits which) {
   const int64_t n_vocab = model_.hparams().n_vocab;
-  std::vector<bool> listed(caches_.size(), false);
-  std::vector<SequenceBatch> batches;
-  int64_t total = 0;
-  const MlaSpeeds speeds = mla_speeds(model_, *backend_);
+  std::vector<bool> listed(sequences_.size(), false);
   for (const SequenceTokens& p : parts) {
     const size_t at = index_of(p.sequence);
     if (listed[at]) ggl::fail("sequence {} is listed twice in one step", p.sequence);
     listed[at] = true;
-    const int64_t n = static_cast<int64_t>(p.tokens.size()), past = n_past_[at];
-    if (n == 0) continue;
+    const int64_t n = static_cast<int64_t>(p.tokens.size()), past = n_past(p.sequence);
     check_token_ids(p.tokens, past, n_vocab, p.sequence);
     if (past + n > options_.n_ctx)
       ggl::fail("sequence {}: {} tokens after {} cached ones exceed the context of {} tokens", p.sequence, n, past,
                 options_.n_ctx);
-    batches.push_back(
-        {caches_[at].get(), p.tokens, past, choose_mla_path(model_.hparams(), n, past, options_.mla_mode, speeds)});
+  }
+  for (const SequenceTokens& p : parts) sequence_at(p.sequence).evictable = false;
+  for (const SequenceTokens& p : parts) {
+    const auto n = static_cast<int64_t>(p.tokens.size());
+    if (reserve(p.sequence, n) < n) {
+      // Pages reserved for this step stay with their sequences, for the next try.
+      const CachePoolStats st = pool_stats();
+      ggl::fail(
+          "the cache pool is full: sequence {} needs pages for {} more tokens and all {} pages of {} tokens are "
+          "in use",
+          p.sequence, n, st.pages, st.page_tokens);
+    }
+  }
+
+  std::vector<SequenceBatch> batches;
+  int64_t total = 0;
+  const MlaSpeeds speeds = mla_speeds(model_, *backend_);
+  for (const SequenceTokens& p : parts) {
+    const int64_t n = static_cast<int64_t>(p.tokens.size()), past = n_past(p.sequence);
+    if (n == 0) continue;
+    batches.push_back({sequence_at(p.sequence).cache.get(), p.tokens, past,
+                       choose_mla_path(model_.hparams(), n, past, options_.mla_mode, speeds)});
     total += n;
   }
   if (total == 0) return {};
@@ -80,8 +247,11 @@ std::vector<float> BatchSession::step(std::span<const SequenceTokens> parts, Log
   backend_->read(*out, logits.data(), 0, logits.size() * sizeof(float));
 
   last_paths_.clear();
-  for (const SequenceTokens& p : parts)
-    n_past_[static_cast<size_t>(p.sequence)] += static_cast<int64_t>(p.tokens.size());
+  for (const SequenceTokens& p : parts) {
+    Sequence& s = sequence_at(p.sequence);
+    s.tokens.insert(s.tokens.end(), p.tokens.begin(), p.tokens.end());
+    publish_pages(s);
+  }
   for (const SequenceBatch& b : batches) last_paths_.push_back(b.mla_path);
   return logits;
 }
