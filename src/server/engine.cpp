@@ -29,8 +29,6 @@ struct Engine::Slot {
   int32_t last_token = -1;  // sampled, to be evaluated in the next step
   int64_t generated = 0;
   int64_t n_past = 0;
-  // The tokens whose rows the slot's sequence holds (n_past of them), kept after a job ends.
-  std::vector<int32_t> cached;
   int64_t reused = 0;                  // prompt tokens of the current (or last) job taken from the cache
   uint64_t last_used = 0;              // Engine::admissions_ when a job last entered
   std::vector<TokenLogprob> logprobs;  // not yet sent
@@ -43,8 +41,11 @@ struct Engine::Slot {
 Engine::Engine(const Model& model, const Tokenizer& tokenizer, EngineOptions options)
     : model_(model), tokenizer_(tokenizer), options_(std::move(options)) {
   if (options_.n_slots < 1) ggl::fail("{} slots: there must be at least one", options_.n_slots);
-  batch_ = std::make_unique<BatchSession>(model_, options_.n_slots, options_.session);
+  batch_ = std::make_unique<BatchSession>(model_, options_.n_slots, options_.session, options_.pool);
   options_.session.n_ctx = batch_->n_ctx();
+  const CachePoolStats pool = batch_->pool_stats();
+  pool_tokens_ = pool.pages * pool.page_tokens;
+  page_tokens_ = pool.page_tokens;
   for (int i = 0; i < options_.n_slots; ++i) {
     slots_.push_back(std::make_unique<Slot>());
     slots_.back()->id = i;
@@ -64,6 +65,9 @@ std::shared_ptr<UpdateChannel> Engine::submit(EngineJob job) {
   if (static_cast<int64_t>(job.prompt.size()) > slot_context())
     bad_request("the prompt has {} tokens, more than the context of {} tokens of a slot", job.prompt.size(),
                 slot_context());
+  if (static_cast<int64_t>(job.prompt.size()) > pool_tokens_)
+    bad_request("the prompt has {} tokens, more than the {} the cache pool holds (--cache-mem)", job.prompt.size(),
+                pool_tokens_);
   try {
     job.sampling.validate();
   } catch (const ggl::Error& e) {
@@ -143,6 +147,7 @@ void Engine::publish_locked() {
     published_.push_back(info);
   }
   metrics_.processing = processing;
+  metrics_.pool = batch_->pool_stats();
   metrics_.queued = static_cast<int>(queue_.size());
 }
 
@@ -157,20 +162,23 @@ void Engine::admit_locked() {
       continue;
     }
     std::vector<SlotCacheView> views;
-    for (const auto& slot : slots_) views.push_back({slot->cached, !slot->busy(), slot->last_used});
+    for (const auto& slot : slots_) views.push_back({batch_->cached_tokens(slot->id), !slot->busy(), slot->last_used});
     const EngineJob& next = queue_.front().job;
-    const PromptCachePlan plan = plan_prompt_cache(views, next.prompt, options_.prompt_cache && next.cache_prompt);
+    const bool use_cache = options_.prompt_cache && next.cache_prompt;
+    const PromptCachePlan plan = plan_prompt_cache(views, next.prompt, use_cache);
     if (plan.slot < 0) break;
     QueuedJob q = std::move(queue_.front());
     queue_.pop_front();
     Slot& s = *slots_[static_cast<size_t>(plan.slot)];
-    // Both keep the sequence's rows consistent with `cached`: the planner only reuses what a
-    // slot's cache holds.
-    if (plan.copy_from >= 0)
-      batch_->copy_prefix(plan.copy_from, s.id, plan.reused);
-    else
-      batch_->truncate(s.id, plan.reused);
-    s.cached.assign(q.job.prompt.begin(), q.job.prompt.begin() + plan.reused);
+    batch_->set_evictable(s.id, false);
+    if (!use_cache) {
+      batch_->clear(s.id);
+    } else {
+      if (plan.copy_from >= 0) batch_->copy_prefix(plan.copy_from, s.id, plan.reused);
+      // The slot's own rows, or the copied ones, as far as they go; published pages when further.
+      batch_->reuse_prefix(s.id, std::span(q.job.prompt).first(q.job.prompt.size() - 1));
+    }
+    const int64_t reused = batch_->n_past(s.id);
     s.channel = std::move(q.channel);
     s.sampler.emplace(q.job.sampling);
     s.penalties.emplace(q.job.presence_penalty, q.job.frequency_penalty);
@@ -180,16 +188,16 @@ void Engine::admit_locked() {
                                                                         .trim_leading_space = q.job.chat});
     // The prompt counts for the repetition penalty, as in `latte run`.
     for (int32_t t : q.job.prompt) s.sampler->accept(t);
-    s.prompt_done = static_cast<size_t>(plan.reused);
-    s.n_past = plan.reused;
-    s.reused = plan.reused;
+    s.prompt_done = static_cast<size_t>(reused);
+    s.n_past = reused;
+    s.reused = reused;
     s.last_used = ++admissions_;
     s.generated = 0;
     s.last_token = -1;
     s.logprobs.clear();
     s.text_offset = 0;
     metrics_.prompt_tokens_total += q.job.prompt.size();
-    metrics_.prompt_tokens_cached_total += static_cast<uint64_t>(plan.reused);
+    metrics_.prompt_tokens_cached_total += static_cast<uint64_t>(reused);
     s.job = std::move(q.job);
   }
 }
@@ -247,19 +255,48 @@ void Engine::step() {
   std::vector<SequenceTokens> parts;
   std::vector<Slot*> owners;
   int64_t budget = options_.session.n_batch;
+  // Decode tokens first; a generating slot the pool has no page for ends there.
   for (auto& s : slots_) {
     if (!s->busy() || s->reading_prompt()) continue;
+    if (batch_->reserve(s->id, 1) < 1) {
+      {
+        std::lock_guard lock(mutex_);
+        ++metrics_.cache_full_total;
+      }
+      finish(*s, "length");
+      continue;
+    }
     parts.push_back({s->id, {&s->last_token, 1}});
     owners.push_back(s.get());
     --budget;
   }
+  // Then prompt chunks, as far as pages go: the rest waits for pages to come free.
+  Slot* waiting = nullptr;
   for (auto& s : slots_) {
     if (!s->reading_prompt() || budget <= 0) continue;
     const std::vector<int32_t>& prompt = s->job->prompt;
-    const size_t n = std::min(prompt.size() - s->prompt_done, static_cast<size_t>(budget));
+    const auto wanted = static_cast<int64_t>(std::min(prompt.size() - s->prompt_done, static_cast<size_t>(budget)));
+    const auto n = static_cast<size_t>(batch_->reserve(s->id, wanted));
+    if (n == 0) {
+      if (!waiting || s->last_used > waiting->last_used) waiting = s.get();
+      continue;
+    }
     parts.push_back({s->id, std::span(prompt).subspan(s->prompt_done, n)});
     owners.push_back(s.get());
     budget -= static_cast<int64_t>(n);
+  }
+  if (parts.empty() && waiting) {
+    // Every slot with work waits for pages only prompts hold: the newest gives way (its pages free
+    // the others) rather than all waiting for ever.
+    {
+      std::lock_guard lock(mutex_);
+      ++metrics_.cache_full_total;
+    }
+    finish(*waiting, "stop",
+           fmt::format("the cache pool is full: {} tokens in {}-token pages are held by the prompts being read; "
+                       "a larger --cache-mem or fewer --parallel slots would fit them",
+                       pool_tokens_, page_tokens_));
+    return;
   }
   if (parts.empty()) return;
 
@@ -275,7 +312,6 @@ void Engine::step() {
   for (size_t i = 0; i < owners.size(); ++i) {
     Slot& s = *owners[i];
     s.n_past += static_cast<int64_t>(parts[i].tokens.size());
-    s.cached.insert(s.cached.end(), parts[i].tokens.begin(), parts[i].tokens.end());
     if (s.reading_prompt()) {
       s.prompt_done += parts[i].tokens.size();
       if (s.reading_prompt()) continue;  // more prompt chunks to come: its logits are not needed
@@ -338,6 +374,8 @@ void Engine::finish(Slot& s, const std::string& reason, const std::string& error
   u.completion_tokens = s.generated;
   std::shared_ptr<UpdateChannel> channel = std::move(s.channel);
   s.job.reset();
+  // Its rows stay for a later prompt to reuse, unless the pool needs the pages first.
+  batch_->set_evictable(s.id, true);
   s.text.reset();
   {
     // Counted and published before the client hears of the end, so that what it asks next

@@ -3,7 +3,10 @@
 // updates from its UpdateChannel. Every step the engine
 //   - drops the jobs whose client went away and admits queued jobs into free slots, each into the
 //     one whose cache holds most of its prompt (prompt_cache.h): a slot keeps its last
-//     conversation's tokens cached after the request ends, and only the rest is evaluated,
+//     conversation's tokens cached after the request ends, and only the rest is evaluated; the
+//     published pages of the shared cache pool (BatchSession::reuse_prefix) may hold more,
+//   - gives each slot pool pages for its tokens of the step (idle slots give theirs up first); a
+//     prompt waits for pages, a generating slot without one ends (finish_reason "length"),
 //   - evaluates, in one BatchSession::step, the last sampled token of every generating slot plus
 //     chunks of the prompts being read, within a budget of n_batch tokens (decode tokens first, so
 //     a long prompt never holds up the others' next token),
@@ -33,6 +36,7 @@ struct EngineOptions {
   SessionOptions session;    // n_ctx: each slot's context; n_batch: the tokens of one step
   int max_queued = 64;       // jobs waiting for a slot; one more is refused (503)
   bool prompt_cache = true;  // reuse the prefix a slot's cache shares with a new prompt (--no-cache-prompt: off)
+  CachePoolOptions pool;     // tokens: the slots' shared cache pool (--cache-mem); 0: n_ctx for every slot
 };
 
 // What a request asks the engine for.
@@ -65,8 +69,10 @@ struct EngineMetrics {
   uint64_t prompt_tokens_total = 0;         // of the jobs admitted, cached ones included
   uint64_t prompt_tokens_cached_total = 0;  // of those, the ones taken from a slot's cache
   uint64_t generated_tokens_total = 0;
-  int processing = 0;  // jobs in slots
-  int queued = 0;      // jobs waiting for a slot
+  uint64_t cache_full_total = 0;  // jobs ended early for want of cache pages
+  CachePoolStats pool;            // the slots' cache pages
+  int processing = 0;             // jobs in slots
+  int queued = 0;                 // jobs waiting for a slot
   int n_slots = 0;
 };
 
@@ -94,6 +100,9 @@ class Engine {
   int n_slots() const { return options_.n_slots; }
   int max_queued() const { return options_.max_queued; }
   int64_t slot_context() const { return options_.session.n_ctx; }
+  // Tokens the slots' cache pool holds at most (whole pages), and the tokens of one page.
+  int64_t pool_tokens() const { return pool_tokens_; }
+  int64_t page_tokens() const { return page_tokens_; }
   EngineMetrics metrics() const;
   std::vector<SlotInfo> slots() const;
 
@@ -116,6 +125,7 @@ class Engine {
   const Tokenizer& tokenizer_;
   EngineOptions options_;
   std::unique_ptr<BatchSession> batch_;
+  int64_t pool_tokens_ = 0, page_tokens_ = 0;
   std::vector<std::unique_ptr<Slot>> slots_;  // touched by the engine thread only
   uint64_t admissions_ = 0;                   // jobs admitted so far: the slots' last_used clock
 

@@ -169,13 +169,23 @@ std::string metrics_text(const EngineMetrics& m) {
          m.requests_cancelled);
   metric("prompt_tokens_total", "counter", "Prompt tokens of the requests admitted (cached ones included).",
          m.prompt_tokens_total);
-  metric("prompt_tokens_cached_total", "counter", "Prompt tokens taken from a slot's cache instead of evaluated.",
+  metric("prompt_tokens_cached_total", "counter", "Prompt tokens taken from the cache instead of evaluated.",
          m.prompt_tokens_cached_total);
   metric("generated_tokens_total", "counter", "Tokens generated.", m.generated_tokens_total);
   metric("requests_processing", "gauge", "Requests in a slot.", m.processing);
   metric("requests_queued", "gauge", "Requests waiting for a slot.", m.queued);
   metric("slots_busy", "gauge", "Slots holding a request.", m.processing);
   metric("slots_total", "gauge", "Slots (--parallel).", m.n_slots);
+  metric("cache_pages_total", "gauge", "Pages of the slots' cache pool (--cache-mem).", m.pool.pages);
+  metric("cache_page_tokens", "gauge", "Tokens per cache page.", m.pool.page_tokens);
+  metric("cache_pages_used", "gauge", "Cache pages a slot maps (a page shared by several counts once).",
+         m.pool.pages_used);
+  metric("cache_pages_cached", "gauge", "Cache pages of earlier prompts no slot maps, kept for reuse until needed.",
+         m.pool.pages_cached);
+  metric("cache_pages_reused_total", "counter", "Cache pages mapped from earlier prompts' rows instead of computed.",
+         m.pool.pages_reused);
+  metric("cache_full_total", "counter", "Requests ended early because the cache pool had no page for them.",
+         m.cache_full_total);
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -23,6 +24,8 @@
 #include "src/cli/flags/sampling_flags.h"
 #include "src/cli/flags/session_flags.h"
 #include "src/cli/notes.h"
+#include "src/model/kv_cache.h"
+#include "src/placement/byte_size.h"
 #include "src/server/engine.h"
 #include "src/server/http_server.h"
 #include "src/tokenizer/tokenizer.h"
@@ -87,6 +90,7 @@ int cmd_serve(int argc, char** argv) {
   int n_parallel = 4, max_queued = 64;
   bool cache_prompt = true;
   int64_t max_body = 8 << 20;
+  std::string cache_mem;
   SessionFlags session_flags;
   session_flags.batch = 2048;  // llama-server's -b: a step's tokens, decode and prompt chunks together
   SamplingParams sampling;
@@ -115,6 +119,9 @@ int cmd_serve(int argc, char** argv) {
   app.add_flag("--cache-prompt,!--no-cache-prompt", cache_prompt,
                "reuse the prefix a slot's cache shares with a new prompt, evaluating only the rest (default: on; "
                "llama-server's flags)");
+  app.add_option("--cache-mem", cache_mem,
+                 "memory of the cache pool all slots share, e.g. 2G or 512M (default: every slot's context at once); "
+                 "less lets many slots with long contexts share what they really fill");
   session_flags.add_to(app);
   add_sampling_flags(app, sampling);
   app.get_option("-c")->description(
@@ -149,6 +156,14 @@ int cmd_serve(int argc, char** argv) {
     engine_options.session.n_ctx = default_context(model.hparams());
   }
   session_flags.warn_beyond_training(model.hparams(), engine_options.session.n_ctx);
+  if (!cache_mem.empty()) {
+    const std::optional<size_t> bytes = parse_byte_size(cache_mem);
+    const size_t per_token = cache_bytes_per_token(model.hparams(), engine_options.session.cache_type);
+    if (!bytes || *bytes < per_token)
+      ggl::fail("--cache-mem '{}' is not a size of at least one token's cache ({} bytes), e.g. 2G or 512M", cache_mem,
+                per_token);
+    engine_options.pool.tokens = static_cast<int64_t>(*bytes / per_token);
+  }
   const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model.file());
   const ChatTemplate& chat_template = serve_chat_template(model.file().metadata(), template_name);
   http_options.model_name = alias.empty() ? std::filesystem::path(model_path).filename().string() : alias;
@@ -162,8 +177,10 @@ int cmd_serve(int argc, char** argv) {
   server::HttpServer http(engine, *tokenizer, chat_template, http_options);
   const int port = http.bind();
   std::fprintf(stderr, "%s\n",
-               fmt::format("latte serve: listening on http://{}:{} ({} slots, ctx {} each, template {})",
-                           http_options.host, port, engine.n_slots(), engine.slot_context(), chat_template.name())
+               fmt::format("latte serve: listening on http://{}:{} ({} slots, ctx {} each, cache pool {} tokens in "
+                           "{}-token pages, template {})",
+                           http_options.host, port, engine.n_slots(), engine.slot_context(), engine.pool_tokens(),
+                           engine.page_tokens(), chat_template.name())
                    .c_str());
   std::atomic<bool> finished{false};
   std::thread signal_thread([&] { serve_until_signal(engine, http, finished); });
