@@ -51,8 +51,34 @@ std::optional<int64_t> BatchSession::take_page(const Sequence* keep_a, const Seq
 }
 
 void BatchSession::append_page(Sequence& s, int64_t page) {
-  s.cache->map_page(static_cast<int64_t>(s.pages.size()), page);
+  const auto slot = static_cast<int64_t>(s.pages.size());
+  try {
+    s.cache->map_page(slot, page);
+  } catch (const ggl::Error&) {
+    // The system refused a mapping (vm.max_map_count): the slot goes back to unmapped, the page
+    // back to the pool.
+    try {
+      s.cache->unmap_page(slot);
+    } catch (const ggl::Error&) {}
+    pages_->release(page);
+    throw;
+  }
   s.pages.push_back(page);
+}
+
+size_t BatchSession::map_shared(Sequence& s, std::span<const int64_t> pages) {
+  size_t mapped = 0;
+  for (int64_t page : pages) {
+    pages_->retain(page);
+    try {
+      append_page(s, page);
+    } catch (const ggl::Error&) {
+      break;  // no more mappings: a shorter prefix
+    }
+    ++mapped;
+  }
+  pages_reused_ += mapped;
+  return mapped;
 }
 
 void BatchSession::drop_pages(Sequence& s, size_t first) {
@@ -89,7 +115,11 @@ int64_t BatchSession::reserve(int sequence, int64_t n) {
   while (s.pages.size() < slots) {
     const std::optional<int64_t> page = take_page(&s);
     if (!page) break;
-    append_page(s, *page);
+    try {
+      append_page(s, *page);
+    } catch (const ggl::Error&) {
+      break;  // no more mappings: as good as no more pages
+    }
   }
   return std::clamp(static_cast<int64_t>(s.pages.size()) * pool_->page_tokens() - past, int64_t{0}, n);
 }
@@ -147,18 +177,19 @@ void BatchSession::copy_prefix(int from, int to, int64_t n) {
   if (n < 0 || n > static_cast<int64_t>(src.tokens.size()))
     ggl::fail("sequence {} holds {} cached tokens, not the {} to copy", from, src.tokens.size(), n);
   clear(to);
-  const size_t whole = static_cast<size_t>(n) / page_tokens(), rows = static_cast<size_t>(n) % page_tokens();
-  for (size_t k = 0; k < whole; ++k) {
-    pages_->retain(src.pages[k]);
-    append_page(dst, src.pages[k]);
-  }
-  pages_reused_ += whole;
-  dst.tokens.assign(src.tokens.begin(), src.tokens.begin() + static_cast<std::ptrdiff_t>(whole * page_tokens()));
-  dst.published = static_cast<int64_t>(std::min(whole, static_cast<size_t>(src.published)));
-  if (rows == 0) return;
+  const size_t whole = static_cast<size_t>(n) / page_tokens();
+  const size_t mapped = map_shared(dst, std::span(src.pages).first(whole));
+  dst.tokens.assign(src.tokens.begin(), src.tokens.begin() + static_cast<std::ptrdiff_t>(mapped * page_tokens()));
+  dst.published = static_cast<int64_t>(std::min(mapped, static_cast<size_t>(src.published)));
+  const size_t rows = static_cast<size_t>(n) % page_tokens();
+  if (mapped < whole || rows == 0) return;
   const std::optional<int64_t> page = take_page(&src, &dst);
   if (!page) return;
-  append_page(dst, *page);
+  try {
+    append_page(dst, *page);
+  } catch (const ggl::Error&) {
+    return;  // the whole pages only
+  }
   const size_t first = whole * page_tokens();
   // Both windows are host memory of one layout: each layer's and stream's rows are one block.
   for (int64_t layer = 0; layer < src.cache->n_layer(); ++layer)
@@ -181,13 +212,12 @@ int64_t BatchSession::reuse_prefix(int sequence, std::span<const int32_t> tokens
     truncate(sequence, static_cast<int64_t>(own));
     return n_past(sequence);
   }
-  // Retain first: some of the pages found may be the sequence's own.
-  for (int64_t page : found) pages_->retain(page);
+  // Some of the pages found may be the sequence's own: cleared, they wait as cached pages (only
+  // taking a page evicts one) and are mapped again.
   clear(sequence);
-  for (int64_t page : found) append_page(s, page);
-  pages_reused_ += found.size();
-  s.tokens.assign(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(found.size() * page_tokens()));
-  s.published = static_cast<int64_t>(found.size());
+  const size_t mapped = map_shared(s, found);
+  s.tokens.assign(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(mapped * page_tokens()));
+  s.published = static_cast<int64_t>(mapped);
   return n_past(sequence);
 }
 

@@ -89,7 +89,8 @@ class BatchSession {
   int64_t reuse_prefix(int sequence, std::span<const int32_t> tokens);
   // Gives the sequence pages for its next n tokens, evicting cached pages and the rows of evictable
   // sequences as needed; returns how many of the n have pages (n unless the pool ran out). Pages
-  // beyond the sequence's tokens are kept for its next step.
+  // beyond the sequence's tokens are kept for its next step. (A mapping the system refuses,
+  // past vm.max_map_count, counts as no page.)
   int64_t reserve(int sequence, int64_t n);
   // An evictable sequence (an idle slot's) loses its rows, as by clear(), when another sequence
   // needs a page and none is free or cached; the least recently marked goes first.
@@ -115,7 +116,12 @@ class BatchSession {
   // A page from the pool, evicting cached pages, then evictable sequences other than `keep`, as
   // needed; nullopt when there is none.
   std::optional<int64_t> take_page(const Sequence* keep_a, const Sequence* keep_b = nullptr);
+  // Maps `page` (taken or retained for s) at s's next slot; throws ggl::Error, the page released,
+  // when the system refuses the mapping.
   void append_page(Sequence& s, int64_t page);
+  // Maps other sequences' published or shared pages at s's next slots, as many as the system
+  // maps; returns how many.
+  size_t map_shared(Sequence& s, std::span<const int64_t> pages);
   // Gives back the sequence's pages from slot `first` on.
   void drop_pages(Sequence& s, size_t first);
   // Publishes the sequence's full pages not yet published; one that duplicates a page published
