@@ -6,11 +6,14 @@
 # With --aarch64, also what the aarch64 cross build (cmake/aarch64-linux-gnu.cmake) needs: the
 # cross compiler, and the arm64 libraries as multiarch packages (dpkg --add-architecture arm64),
 # which qemu-aarch64 (qemu-user) runs the tests with.
+# With --web-tests, also Node.js, npm and Chromium, which the server's real-client tests run
+# (tests/src/server/js/: OpenAI's Node SDK, the chat page in headless Chromium).
 set -euo pipefail
 packages=(cmake g++ make ninja-build pkg-config ccache qemu-user libomp-dev libxsimd-dev xtl-dev nlohmann-json3-dev
           libcli11-dev libfmt-dev libpcre2-dev libedit-dev libcpp-httplib-dev libgtest-dev libgmock-dev)
 aarch64=0
 cuda=0
+web_tests=0
 for option in "$@"; do
   case "$option" in
     --aarch64)
@@ -24,7 +27,8 @@ for option in "$@"; do
     --sanitize) packages+=(clang libclang-rt-14-dev) ;;
     # clang-format, which CI checks the layout of the C++ files with (.clang-format).
     --lint) packages+=(clang-format) ;;
-    *) echo "install-deps.sh: unknown option '$option' (the options are --aarch64, --cuda, --sanitize and --lint)" >&2; exit 2 ;;
+    --web-tests) web_tests=1 ;;
+    *) echo "install-deps.sh: unknown option '$option' (the options are --aarch64, --cuda, --sanitize, --lint and --web-tests)" >&2; exit 2 ;;
   esac
 done
 sudo=""
@@ -48,6 +52,13 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# --web-tests: the tools are looked for as commands, not packages, since a Node.js from elsewhere
+# serves as well (NodeSource's nodejs package has npm inside, and conflicts with Debian's npm).
+if [ "$web_tests" = 1 ]; then
+  command -v node >/dev/null 2>&1 || missing+=(nodejs)
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "installing missing packages: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
