@@ -259,7 +259,7 @@ fi
 # ---- device tests ------------------------------------------------------------------------------------
 # Suites of test_ggml_cuda, test_ggml_registry, test_ggml_backend and test_runtime's offload tests:
 # with a GPU each must run. test_placement's run too; one of its tests skips by design on a GPU.
-device_suites='BackendOps|CudaBlockDecode|CudaExpertTiles|CudaGraphOpsSupports|CudaHostMath|CudaSupports|GpuDevices|BackendSplit|OffloadSession|Fixtures/OffloadFixture|Fixtures/GpuOffloadFixture'
+device_suites='Fixtures/GpuOffloadBatch|BackendOps|CudaBlockDecode|CudaExpertTiles|CudaGraphOpsSupports|CudaHostMath|CudaSupports|GpuDevices|BackendSplit|OffloadSession|Fixtures/OffloadFixture|Fixtures/GpuOffloadFixture'
 device_re="^($device_suites)\\."
 tests_re="^($device_suites|Placement|PlanCli)\\."
 t=$(date +%s)

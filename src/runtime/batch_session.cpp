@@ -11,9 +11,15 @@ namespace latte {
 BatchSession::BatchSession(const Model& model, int n_sequences, SessionOptions options, CachePoolOptions pool)
     : model_(model), options_(resolved_options(model, std::move(options))) {
   if (n_sequences <= 0) ggl::fail("{} sequences: there must be at least one", n_sequences);
-  if (options_.placement) ggl::fail("batched sequences run on the CPU only (no offload yet)");
   if (pool.tokens < 0) ggl::fail("a cache pool of {} tokens: the size must be positive", pool.tokens);
-  backend_ = ggl::make_backend({.n_threads = options_.n_threads});
+  if (std::optional<OffloadBackend> o = make_offload_backend(model, options_)) {
+    backend_ = std::move(o->backend);
+    device_ = o->device;
+    device_weights_ = std::move(o->weights);
+    offload_ = std::move(o->plan);
+  } else {
+    backend_ = ggl::make_backend({.n_threads = options_.n_threads});
+  }
   backend_->use_prepared_weights(model.prepared_weights());
   const int64_t tokens = pool.tokens > 0 ? pool.tokens : options_.n_ctx * n_sequences;
   const int64_t page_tokens = pool.page_tokens > 0
@@ -270,7 +276,8 @@ std::vector<float> BatchSession::step(std::span<const SequenceTokens> parts, Log
 
   ggl::Graph graph;
   graph.set_batch_invariant(options_.deterministic);
-  ggl::Tensor* out = build_forward_sequences(graph, model_, batches, which == Logits::kAll);
+  ggl::Tensor* out = build_forward_sequences(graph, model_, batches, which == Logits::kAll,
+                                             device_weights_ ? &device_weights_->weights() : nullptr);
   backend_->compute(graph);
   const int64_t rows = which == Logits::kAll ? total : static_cast<int64_t>(batches.size());
   std::vector<float> logits(static_cast<size_t>(rows * n_vocab));

@@ -5,7 +5,9 @@
 //   latte::BatchSession b(model, 4, {.n_ctx = 2048});
 //   std::vector<float> logits = b.step({{0, prompt}, {1, {&next, 1}}});  // [tokens][n_vocab]
 //
-// The CPU runs the graphs (no offload yet). The caches of all sequences are one pool of pages
+// With a placement (SessionOptions::placement, as Session takes it) the placed weights go to the
+// device and the graphs run through a Scheduler over [device, CPU]; the caches stay in the host's
+// pool, so attention runs on the CPU. The caches of all sequences are one pool of pages
 // (src/model/page_pool.h): a sequence takes a page when its tokens reach one and gives its pages
 // back when cleared, so the pool can hold fewer tokens than sequences times n_ctx. Full pages are
 // published under their token prefix (src/runtime/prefix_pages.h): a sequence whose tokens start
@@ -52,8 +54,7 @@ struct CachePoolStats {
 class BatchSession {
  public:
   // n_sequences sequences of up to options.n_ctx tokens each (0: default_context()) over one cache
-  // pool; options.placement must be unset. The model must outlive the session. Throws ggl::Error
-  // for bad options.
+  // pool. The model must outlive the session. Throws ggl::Error for bad options.
   BatchSession(const Model& model, int n_sequences, SessionOptions options = {}, CachePoolOptions pool = {});
   ~BatchSession();
 
@@ -96,6 +97,10 @@ class BatchSession {
   // needs a page and none is free or cached; the least recently marked goes first.
   void set_evictable(int sequence, bool evictable);
   CachePoolStats pool_stats() const;
+  // The placement in use, when a device holds anything (nullptr: everything on the CPU).
+  const OffloadPlan* offload() const { return offload_ ? &*offload_ : nullptr; }
+  // The device backend the session offloads to (nullptr: none).
+  const ggl::Backend* device() const { return device_; }
   // The MLA path each part of the last step took, in the order listed (kAbsorb for non-MLA models).
   const std::vector<MlaMode>& last_mla_paths() const { return last_paths_; }
 
@@ -131,7 +136,11 @@ class BatchSession {
 
   const Model& model_;
   SessionOptions options_;
+  // Declared before what is allocated in the device's memory, so it is destroyed after it.
   std::unique_ptr<ggl::Backend> backend_;
+  ggl::Backend* device_ = nullptr;                 // owned by backend_ (a Scheduler) when offloading
+  std::unique_ptr<DeviceWeights> device_weights_;  // with a placement: the device's weights
+  std::optional<OffloadPlan> offload_;
   std::unique_ptr<CachePagePool> pool_;
   std::unique_ptr<PrefixPages> pages_;
   std::vector<Sequence> sequences_;

@@ -37,37 +37,43 @@ void check_token_ids(std::span<const int32_t> tokens, int64_t first_position, in
 
 int64_t default_context(const Hparams& hp) { return std::min<int64_t>(4096, hp.n_ctx_train); }
 
+std::optional<OffloadBackend> make_offload_backend(const Model& model, const SessionOptions& options) {
+  if (!options.placement) return std::nullopt;
+  std::vector<std::unique_ptr<ggl::Backend>> devices;
+  if (options.devices) {
+    devices = options.devices();
+  } else {
+    devices = ggl::available_backends({.n_threads = options.n_threads, .gpus = true});
+    devices.pop_back();  // the CPU
+  }
+  if (devices.empty()) return std::nullopt;
+  ggl::Backend& device = *devices.front();
+  OffloadPlan plan =
+      plan_offload(model, *options.placement, options.n_ctx, options.cache_type, options.n_batch, device);
+  if (plan.placement.bytes(Device::kGpu) == 0) return std::nullopt;
+  OffloadBackend o;
+  std::vector<std::unique_ptr<ggl::Backend>> backends;
+  backends.push_back(std::move(devices.front()));
+  backends.push_back(ggl::make_backend({.n_threads = options.n_threads}));
+  const ggl::SplitOptions split{.op_offload = options.op_offload, .op_offload_min_batch = options.op_offload_min_batch};
+  o.backend = std::make_unique<ggl::Scheduler>(std::move(backends), split);
+  o.device = &device;
+  o.weights = std::make_unique<DeviceWeights>(model, device, gpu_tensor_names(plan.placement));
+  o.plan = std::move(plan);
+  return o;
+}
+
 Session::Session(const Model& model, SessionOptions options)
     : model_(model), options_(resolved_options(model, options)) {
   const Hparams& hp = model.hparams();
-  std::vector<std::unique_ptr<ggl::Backend>> devices;
-  if (options_.placement) {
-    if (options_.devices) {
-      devices = options_.devices();
-    } else {
-      devices = ggl::available_backends({.n_threads = options_.n_threads, .gpus = true});
-      devices.pop_back();  // the CPU
-    }
-  }
-  if (!devices.empty()) {
-    ggl::Backend& device = *devices.front();
-    OffloadPlan plan =
-        plan_offload(model, *options_.placement, options_.n_ctx, options_.cache_type, options_.n_batch, device);
-    if (plan.placement.bytes(Device::kGpu) > 0) {
-      std::vector<std::unique_ptr<ggl::Backend>> backends;
-      backends.push_back(std::move(devices.front()));
-      backends.push_back(ggl::make_backend({.n_threads = options_.n_threads}));
-      const ggl::SplitOptions split{.op_offload = options_.op_offload,
-                                    .op_offload_min_batch = options_.op_offload_min_batch};
-      backend_ = std::make_unique<ggl::Scheduler>(std::move(backends), split);
-      device_ = &device;
-      weights_ = std::make_unique<DeviceWeights>(model, device, gpu_tensor_names(plan.placement));
-      cache_ = std::make_unique<KvCache>(hp, options_.n_ctx, options_.cache_type,
-                                         cache_devices(plan.placement, hp.n_layer, device));
-      offload_ = std::move(plan);
-    }
-  }
-  if (!backend_) {  // everything on the CPU: the backend alone, no scheduler
+  if (std::optional<OffloadBackend> o = make_offload_backend(model, options_)) {
+    backend_ = std::move(o->backend);
+    device_ = o->device;
+    weights_ = std::move(o->weights);
+    cache_ = std::make_unique<KvCache>(hp, options_.n_ctx, options_.cache_type,
+                                       cache_devices(o->plan.placement, hp.n_layer, *device_));
+    offload_ = std::move(o->plan);
+  } else {  // everything on the CPU: the backend alone, no scheduler
     backend_ = ggl::make_backend({.n_threads = options_.n_threads});
     cache_ = std::make_unique<KvCache>(hp, options_.n_ctx, options_.cache_type);
   }

@@ -60,6 +60,18 @@ struct OffloadTraffic {
 
 enum class Logits { kAll, kLast };
 
+// A placement's backends: a Scheduler over [device, CPU] that owns the device, and the placed
+// weights uploaded there.
+struct OffloadBackend {
+  std::unique_ptr<ggl::Backend> backend;
+  ggl::Backend* device = nullptr;  // owned by backend
+  std::unique_ptr<DeviceWeights> weights;
+  OffloadPlan plan;
+};
+// The backends for options.placement on the first device (options.devices, else this build's
+// GPUs); nullopt when no placement is asked for, no device is found, or the plan puts nothing there.
+std::optional<OffloadBackend> make_offload_backend(const Model& model, const SessionOptions& options);
+
 // min(4096, the model's training context).
 int64_t default_context(const Hparams& hp);
 // The options with n_ctx resolved (0: default_context()); throws ggl::Error for a negative context

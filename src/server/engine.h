@@ -104,6 +104,8 @@ class Engine {
   int64_t pool_tokens() const { return pool_tokens_; }
   int64_t page_tokens() const { return page_tokens_; }
   EngineMetrics metrics() const;
+  // The engine's sequences, for what does not change once it runs (the placement, the device).
+  const BatchSession& batch() const { return *batch_; }
   std::vector<SlotInfo> slots() const;
 
  private:

@@ -142,10 +142,6 @@ int cmd_serve(int argc, char** argv) {
   engine_options.max_queued = max_queued;
   engine_options.prompt_cache = cache_prompt;
   engine_options.session = session_flags.options();
-  if (engine_options.session.placement) {
-    note("latte serve", "the batched engine runs on the CPU only: the placement flags are ignored");
-    engine_options.session.placement.reset();
-  }
   if (model_path.empty()) model_path = default_model_path();
   const Model model(model_path, session_flags.model_options());
   if (session_flags.n_ctx > 0) {
@@ -174,6 +170,7 @@ int cmd_serve(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is a failed write, not the end of the server
 
   server::Engine engine(model, *tokenizer, engine_options);
+  session_flags.note_offload(engine.batch().offload(), model.hparams(), engine.batch().device());
   server::HttpServer http(engine, *tokenizer, chat_template, http_options);
   const int port = http.bind();
   std::fprintf(stderr, "%s\n",

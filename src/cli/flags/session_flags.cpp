@@ -179,14 +179,16 @@ std::vector<std::pair<std::string, std::optional<PlacementRequest>>> SessionFlag
 }
 
 void SessionFlags::note_offload(const Session& session) const {
-  const OffloadPlan* plan = session.offload();
+  note_offload(session.offload(), session.model().hparams(), session.device());
+}
+
+void SessionFlags::note_offload(const OffloadPlan* plan, const Hparams& hp, const ggl::Backend* device) const {
   if (!plan) return;
   const std::string prog = app_ ? app_->get_name() : "latte";
-  note(prog, fmt::format("{} on {}", placement_summary(plan->placement, session.model().hparams().is_mla()),
-                         session.device()->name()));
+  note(prog, fmt::format("{} on {}", placement_summary(plan->placement, hp.is_mla()), device->name()));
   if (!plan->kept_on_cpu.empty())
     note(prog, fmt::format("{} tensors kept on the CPU: {} has no kernel for a node reading them (first: {})",
-                           plan->kept_on_cpu.size(), session.device()->name(), plan->kept_on_cpu.front()));
+                           plan->kept_on_cpu.size(), device->name(), plan->kept_on_cpu.front()));
 }
 
 void SessionFlags::warn_beyond_training(const Hparams& hp, int64_t n_ctx) const {

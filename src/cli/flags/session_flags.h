@@ -51,6 +51,8 @@ struct SessionFlags {
   std::vector<std::pair<std::string, std::optional<PlacementRequest>>> bench_placements() const;
   // The placement summary line at load, when the session offloads.
   void note_offload(const Session& session) const;
+  // The same for a placement in use on `device` (nothing when plan is nullptr).
+  void note_offload(const OffloadPlan* plan, const Hparams& hp, const ggl::Backend* device) const;
 
  private:
   const CLI::App* app_ = nullptr;

@@ -8,14 +8,17 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "ggml-like/core/error.h"
 #include "src/runtime/batch_session.h"
+#include "ggml-like/registry/backend_registry.h"
 #include "src/runtime/session.h"
 #include "tests/support/logit_metrics.h"
+#include "tests/support/simulated_device.h"
 #include "tests/support/test_support.h"
 
 namespace test_batch_session {
@@ -62,21 +65,21 @@ void PrintTo(const Fixture& f, std::ostream* os) { *os << f.file; }
 
 class BatchedSequences : public ::testing::TestWithParam<Fixture> {};
 
-TEST_P(BatchedSequences, EachSequenceGetsTheLogitsItGetsAlone) {
-  const Fixture f = GetParam();
+// Runs the plan in a BatchSession made with `options` (n_ctx 96, an f32 cache) and checks each
+// sequence against a CPU Session alone over the same chunks: within the fixture's bounds, or
+// `looser` times its nrmse and mean KL bounds for a quantized fixture. Calls `inspect` with the
+// batch once it has run; returns whether it offloaded.
+bool each_sequence_as_alone(const Fixture& f, latte::SessionOptions o, double looser = 1.0,
+                            const std::function<void(const latte::BatchSession&)>& inspect = {}) {
   const std::string model_rel = std::string("fixtures/") + f.file;
   const std::string tokens_rel = std::string("fixtures/") + f.tokens;
-  LATTE_REQUIRE_SHARED(model_rel);
-  LATTE_REQUIRE_SHARED(tokens_rel);
   const latte::Model model((lt::shared_dir() / model_rel).string());
   const auto n_vocab = static_cast<size_t>(model.hparams().n_vocab);
   constexpr int kSequences = 8;
   const Plan plan = make_plan(lt::read_token_file(lt::shared_dir() / tokens_rel), kSequences);
 
-  latte::SessionOptions o;
   o.cache_type = ggl::Type::F32;
   o.n_ctx = 96;
-  o.n_threads = 2;
   latte::BatchSession batch(model, kSequences, o);
   std::vector<std::vector<float>> batched(kSequences), alone(kSequences);
   std::vector<std::vector<int>> chunks(kSequences);  // each sequence's chunk sizes, step by step
@@ -107,29 +110,38 @@ TEST_P(BatchedSequences, EachSequenceGetsTheLogitsItGetsAlone) {
     ++steps;
     widest = std::max(widest, static_cast<int>(parts.size()));
   }
-  ASSERT_GE(widest, 6) << "the plan should run most sequences side by side";
+  EXPECT_GE(widest, 6) << "the plan should run most sequences side by side";
 
+  latte::SessionOptions cpu;
+  cpu.cache_type = o.cache_type;
+  cpu.n_ctx = o.n_ctx;
+  cpu.n_threads = o.n_threads;
   int identical = 0;
   double worst_nrmse = 0, worst_mean_kl = 0;
   for (int s = 0; s < kSequences; ++s) {
     const auto& seq = plan.sequences[static_cast<size_t>(s)];
-    ASSERT_EQ(fed[s], seq.size());
-    ASSERT_EQ(batch.n_past(s), static_cast<int64_t>(seq.size()));
-    latte::Session session(model, o);
+    EXPECT_EQ(fed[s], seq.size());
+    EXPECT_EQ(batch.n_past(s), static_cast<int64_t>(seq.size()));
+    latte::Session session(model, cpu);
     size_t begin = 0;
     for (int n : chunks[s]) {
       const std::vector<float> l = session.eval(std::span<const int32_t>(seq).subspan(begin, static_cast<size_t>(n)));
       alone[s].insert(alone[s].end(), l.begin(), l.end());
       begin += static_cast<size_t>(n);
     }
-    ASSERT_EQ(batched[s].size(), alone[s].size());
+    if (batched[s].size() != alone[s].size()) {
+      ADD_FAILURE() << "sequence " << s << ": " << batched[s].size() << " logits batched, " << alone[s].size()
+                    << " alone";
+      continue;
+    }
     const lt::LogitMetrics m = lt::compare_logits(alone[s], batched[s], n_vocab);
-    EXPECT_LE(m.nrmse, f.nrmse) << "sequence " << s;
     if (f.f32) {
+      EXPECT_LE(m.nrmse, f.nrmse) << "sequence " << s;
       EXPECT_LE(m.max_kl, 1e-4) << "sequence " << s;
       EXPECT_EQ(m.top1, 1.0) << "sequence " << s;
     } else {
-      EXPECT_LE(m.mean_kl, f.mean_kl) << "sequence " << s;
+      EXPECT_LE(m.nrmse, looser * f.nrmse) << "sequence " << s;
+      EXPECT_LE(m.mean_kl, looser * f.mean_kl) << "sequence " << s;
     }
     worst_nrmse = std::max(worst_nrmse, m.nrmse);
     worst_mean_kl = std::max(worst_mean_kl, m.mean_kl);
@@ -138,18 +150,72 @@ TEST_P(BatchedSequences, EachSequenceGetsTheLogitsItGetsAlone) {
   // (The integer GEMM takes its rows, panel or float path by how many columns a product has, and
   // those round differently: with the integer kernels the quantized fixture is not bit-identical.)
   std::printf(
-      "[batched] %s: %d sequences in %d steps (up to %d side by side): %d bit-identical to alone, worst nrmse %.3g "
-      "mean_kl %.3g\n",
-      f.file, kSequences, steps, widest, identical, worst_nrmse, worst_mean_kl);
+      "[batched%s] %s: %d sequences in %d steps (up to %d side by side): %d bit-identical to alone, worst nrmse "
+      "%.3g mean_kl %.3g\n",
+      batch.offload() ? ", offloaded" : "", f.file, kSequences, steps, widest, identical, worst_nrmse, worst_mean_kl);
+  if (inspect) inspect(batch);
+  return batch.offload() != nullptr;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, BatchedSequences, ::testing::ValuesIn(kFixtures),
-                         [](const ::testing::TestParamInfo<Fixture>& info) {
-                           std::string name = info.param.file;
-                           name = name.substr(0, name.find(".gguf"));
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+TEST_P(BatchedSequences, EachSequenceGetsTheLogitsItGetsAlone) {
+  LATTE_REQUIRE_SHARED(std::string("fixtures/") + GetParam().file);
+  latte::SessionOptions o;
+  o.n_threads = 2;
+  EXPECT_FALSE(each_sequence_as_alone(GetParam(), o));
+}
+
+// With every layer placed on a device (a simulated one: the CPU's kernels behind a device's
+// interface, which fails a test when handed host memory) the weight products run there from the
+// device's copies, while the caches stay in the host's pool: attention over them runs on the CPU
+// (a naive MLA prefill's expanded keys and values are the device's own), the Scheduler moving
+// activations between the two.
+TEST_P(BatchedSequences, OffloadedEachSequenceGetsTheLogitsItGetsAlone) {
+  LATTE_REQUIRE_SHARED(std::string("fixtures/") + GetParam().file);
+  latte::SessionOptions o;
+  o.n_threads = 2;
+  o.placement.emplace();
+  o.placement->gpu_layers = 99;
+  lt::SimulatedDevice* device = nullptr;
+  o.devices = [&device] {
+    std::vector<std::unique_ptr<ggl::Backend>> list;
+    auto d = std::make_unique<lt::SimulatedDevice>();
+    device = d.get();
+    list.push_back(std::move(d));
+    return list;
+  };
+  // (The batch owns the device: it is looked at before the batch ends.)
+  const auto device_ran = [&device](const latte::BatchSession&) {
+    ASSERT_NE(device, nullptr);
+    EXPECT_GT(device->ran[ggl::Op::kMulMat], 0) << "no weight product ran on the device";
+  };
+  EXPECT_TRUE(each_sequence_as_alone(GetParam(), o, 1.0, device_ran)) << "the batch did not offload";
+}
+
+// The same on this machine's GPU where there is one (scripts/gpu-check.sh). Its kernels round
+// otherwise than the CPU's: for the quantized fixture, twice the bound each engine keeps to the
+// exact logits (nrmse and mean KL within 1.25 and 1.5 times the oracle's).
+class GpuOffloadBatch : public ::testing::TestWithParam<Fixture> {};
+
+TEST_P(GpuOffloadBatch, EachSequenceGetsTheLogitsItGetsAloneOnTheCpu) {
+  const ggl::GpuDevices gpus = ggl::gpu_devices();
+  if (gpus.devices.empty()) GTEST_SKIP() << "SKIPPED: " << gpus.why_none;
+  LATTE_REQUIRE_SHARED(std::string("fixtures/") + GetParam().file);
+  latte::SessionOptions o;
+  o.n_threads = 2;
+  o.placement.emplace();
+  o.placement->gpu_layers = 99;
+  EXPECT_TRUE(each_sequence_as_alone(GetParam(), o, 2.0)) << "the batch did not offload";
+}
+
+std::string fixture_name(const ::testing::TestParamInfo<Fixture>& info) {
+  std::string name = info.param.file;
+  name = name.substr(0, name.find(".gguf"));
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, BatchedSequences, ::testing::ValuesIn(kFixtures), fixture_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, GpuOffloadBatch, ::testing::ValuesIn(kFixtures), fixture_name);
 
 // kLast gives each listed sequence's last token's logits, the rows kAll gives for those tokens.
 TEST(BatchSession, LastLogitsAreEachSequencesLastToken) {
