@@ -65,11 +65,10 @@ void PrintTo(const Fixture& f, std::ostream* os) { *os << f.file; }
 
 class BatchedSequences : public ::testing::TestWithParam<Fixture> {};
 
-// Runs the plan in a BatchSession made with `options` (n_ctx 96, an f32 cache) and checks each
-// sequence against a CPU Session alone over the same chunks: within the fixture's bounds, or
-// `looser` times its nrmse and mean KL bounds for a quantized fixture. Calls `inspect` with the
-// batch once it has run; returns whether it offloaded.
-bool each_sequence_as_alone(const Fixture& f, latte::SessionOptions o, double looser = 1.0,
+// Runs the plan in a BatchSession made with `o` (n_ctx 96, an f32 cache) and checks each sequence
+// against a Session made with `alone_options` (the same n_ctx and cache) over the same chunks, within the
+// fixture's bounds. Calls `inspect` with the batch once it has run; returns whether it offloaded.
+bool each_sequence_as_alone(const Fixture& f, latte::SessionOptions o, latte::SessionOptions alone_options,
                             const std::function<void(const latte::BatchSession&)>& inspect = {}) {
   const std::string model_rel = std::string("fixtures/") + f.file;
   const std::string tokens_rel = std::string("fixtures/") + f.tokens;
@@ -112,17 +111,16 @@ bool each_sequence_as_alone(const Fixture& f, latte::SessionOptions o, double lo
   }
   EXPECT_GE(widest, 6) << "the plan should run most sequences side by side";
 
-  latte::SessionOptions cpu;
-  cpu.cache_type = o.cache_type;
-  cpu.n_ctx = o.n_ctx;
-  cpu.n_threads = o.n_threads;
+  if (inspect) inspect(batch);
+  alone_options.cache_type = o.cache_type;
+  alone_options.n_ctx = o.n_ctx;
   int identical = 0;
   double worst_nrmse = 0, worst_mean_kl = 0;
   for (int s = 0; s < kSequences; ++s) {
     const auto& seq = plan.sequences[static_cast<size_t>(s)];
     EXPECT_EQ(fed[s], seq.size());
     EXPECT_EQ(batch.n_past(s), static_cast<int64_t>(seq.size()));
-    latte::Session session(model, cpu);
+    latte::Session session(model, alone_options);
     size_t begin = 0;
     for (int n : chunks[s]) {
       const std::vector<float> l = session.eval(std::span<const int32_t>(seq).subspan(begin, static_cast<size_t>(n)));
@@ -135,13 +133,12 @@ bool each_sequence_as_alone(const Fixture& f, latte::SessionOptions o, double lo
       continue;
     }
     const lt::LogitMetrics m = lt::compare_logits(alone[s], batched[s], n_vocab);
+    EXPECT_LE(m.nrmse, f.nrmse) << "sequence " << s;
     if (f.f32) {
-      EXPECT_LE(m.nrmse, f.nrmse) << "sequence " << s;
       EXPECT_LE(m.max_kl, 1e-4) << "sequence " << s;
       EXPECT_EQ(m.top1, 1.0) << "sequence " << s;
     } else {
-      EXPECT_LE(m.nrmse, looser * f.nrmse) << "sequence " << s;
-      EXPECT_LE(m.mean_kl, looser * f.mean_kl) << "sequence " << s;
+      EXPECT_LE(m.mean_kl, f.mean_kl) << "sequence " << s;
     }
     worst_nrmse = std::max(worst_nrmse, m.nrmse);
     worst_mean_kl = std::max(worst_mean_kl, m.mean_kl);
@@ -153,7 +150,6 @@ bool each_sequence_as_alone(const Fixture& f, latte::SessionOptions o, double lo
       "[batched%s] %s: %d sequences in %d steps (up to %d side by side): %d bit-identical to alone, worst nrmse "
       "%.3g mean_kl %.3g\n",
       batch.offload() ? ", offloaded" : "", f.file, kSequences, steps, widest, identical, worst_nrmse, worst_mean_kl);
-  if (inspect) inspect(batch);
   return batch.offload() != nullptr;
 }
 
@@ -161,7 +157,7 @@ TEST_P(BatchedSequences, EachSequenceGetsTheLogitsItGetsAlone) {
   LATTE_REQUIRE_SHARED(std::string("fixtures/") + GetParam().file);
   latte::SessionOptions o;
   o.n_threads = 2;
-  EXPECT_FALSE(each_sequence_as_alone(GetParam(), o));
+  EXPECT_FALSE(each_sequence_as_alone(GetParam(), o, o));
 }
 
 // With every layer placed on a device (a simulated one: the CPU's kernels behind a device's
@@ -173,6 +169,7 @@ TEST_P(BatchedSequences, OffloadedEachSequenceGetsTheLogitsItGetsAlone) {
   LATTE_REQUIRE_SHARED(std::string("fixtures/") + GetParam().file);
   latte::SessionOptions o;
   o.n_threads = 2;
+  const latte::SessionOptions cpu = o;
   o.placement.emplace();
   o.placement->gpu_layers = 99;
   lt::SimulatedDevice* device = nullptr;
@@ -188,15 +185,16 @@ TEST_P(BatchedSequences, OffloadedEachSequenceGetsTheLogitsItGetsAlone) {
     ASSERT_NE(device, nullptr);
     EXPECT_GT(device->ran[ggl::Op::kMulMat], 0) << "no weight product ran on the device";
   };
-  EXPECT_TRUE(each_sequence_as_alone(GetParam(), o, 1.0, device_ran)) << "the batch did not offload";
+  EXPECT_TRUE(each_sequence_as_alone(GetParam(), o, cpu, device_ran)) << "the batch did not offload";
 }
 
-// The same on this machine's GPU where there is one (scripts/gpu-check.sh). Its kernels round
-// otherwise than the CPU's: for the quantized fixture, twice the bound each engine keeps to the
-// exact logits (nrmse and mean KL within 1.25 and 1.5 times the oracle's).
+// The same on this machine's GPU where there is one (scripts/gpu-check.sh), against a session
+// alone with the same placement: the GPU's kernels round otherwise than the CPU's (its quantized
+// products are as far from the exact logits as the CPU's, in another direction), so what batching
+// must not change is what the same device gives a sequence alone.
 class GpuOffloadBatch : public ::testing::TestWithParam<Fixture> {};
 
-TEST_P(GpuOffloadBatch, EachSequenceGetsTheLogitsItGetsAloneOnTheCpu) {
+TEST_P(GpuOffloadBatch, EachSequenceGetsTheLogitsItGetsAloneOnTheGpu) {
   const ggl::GpuDevices gpus = ggl::gpu_devices();
   if (gpus.devices.empty()) GTEST_SKIP() << "SKIPPED: " << gpus.why_none;
   LATTE_REQUIRE_SHARED(std::string("fixtures/") + GetParam().file);
@@ -204,7 +202,7 @@ TEST_P(GpuOffloadBatch, EachSequenceGetsTheLogitsItGetsAloneOnTheCpu) {
   o.n_threads = 2;
   o.placement.emplace();
   o.placement->gpu_layers = 99;
-  EXPECT_TRUE(each_sequence_as_alone(GetParam(), o, 2.0)) << "the batch did not offload";
+  EXPECT_TRUE(each_sequence_as_alone(GetParam(), o, o)) << "the batch did not offload";
 }
 
 std::string fixture_name(const ::testing::TestParamInfo<Fixture>& info) {
