@@ -8,7 +8,9 @@
 //   naive:    k_nope = W_UK c, v = W_UV c for every visible token, then ordinary MHA with keys
 //             [k_nope ; k_pe] and queries [q_nope ; q_pe].
 // Both give the same result up to rounding (tests/src/model/test_forward_mla.cpp).
+#include <array>
 #include <cmath>
+#include <vector>
 
 #include "src/model/graph_blocks.h"
 
@@ -94,25 +96,64 @@ void write_latents(const ForwardContext& c, const SequencePart& s, const Latents
          g.view(cache, {m.qk_rope, T, 1, 1}, {cache->nb[0], row, row * T, row * T}, at + pe_offset));
 }
 
-ggl::Tensor* attend_absorbed(const ForwardContext& c, const SequencePart& s, const LayerWeights& l,
-                             const Projections& p, ggl::Tensor* cache, const MlaRope& rope) {
+// A part's absorbed attention: its queries already through W_UK^T (q_abs [L, T, H], q_pe
+// [rope, H, T]) against its cached rows; returns the softmax-weighted latents [L, T, H], still to
+// go through W_UV.
+ggl::Tensor* attend_latents(const ForwardContext& c, const SequencePart& s, ggl::Tensor* q_abs, ggl::Tensor* q_pe,
+                            ggl::Tensor* cache, const MlaRope& rope) {
   ggl::Graph& g = c.g;
   const MlaConfig& m = c.hp.mla;
-  const int64_t H = c.hp.n_head, T = s.n_tokens, L = m.kv_lora_rank, N = s.n_kv();
-  ggl::Tensor* q_nope = g.permute(part_columns(c, p.q_nope, s, 2), 0, 2, 1, 3);  // [nope, T, H]
-  ggl::Tensor* q_abs = l.wk_b ? g.mul_mat(weight(g, l.wk_b), q_nope)             // [L, T, H]
-                              : g.mul_mat_t(kv_b_part(g, weight(g, l.wkv_b), m.qk_nope, 0, m, H), q_nope);
-  ggl::Tensor* q = g.concat(g.permute(q_abs, 0, 2, 1, 3), part_columns(c, p.q_pe, s, 2), 0);  // [L + rope, H, T]
-
+  const int64_t L = m.kv_lora_rank, N = s.n_kv();
+  ggl::Tensor* q = g.concat(g.permute(q_abs, 0, 2, 1, 3), q_pe, 0);  // [L + rope, H, T]
   const size_t row = cache->nb[1];
   ggl::Tensor* K = g.view(cache, {L + m.qk_rope, 1, N, 1}, {cache->nb[0], row, row, row * N}, 0);
   ggl::Tensor* V = g.view(cache, {L, 1, N, 1}, {cache->nb[0], row, row, row * N}, 0);
   ggl::Tensor* o = g.flash_attn(q, K, V, part_columns(c, c.positions, s, 0), rope.kq_scale);  // [L, H, T]
+  return g.permute(o, 0, 2, 1, 3);                                                            // [L, T, H]
+}
 
-  ggl::Tensor* o_heads = g.permute(o, 0, 2, 1, 3);                 // [L, T, H]
+// Columns [first, first + n) of dimension dim.
+ggl::Tensor* slice(ggl::Graph& g, ggl::Tensor* t, int64_t first, int64_t n, int dim) {
+  if (first == 0 && n == t->ne[dim]) return t;
+  std::array<int64_t, 4> ne{t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+  ne[dim] = n;
+  return g.view(t, ne, {t->nb[0], t->nb[1], t->nb[2], t->nb[3]}, static_cast<size_t>(first) * t->nb[dim]);
+}
+
+// The absorbed parts' tokens of a step tensor, one after the other along dimension dim.
+ggl::Tensor* gather_parts(const ForwardContext& c, ggl::Tensor* t, const std::vector<const SequencePart*>& parts,
+                          int dim) {
+  if (parts.size() == c.parts.size()) return t;  // all of them: every token, in order
+  std::vector<ggl::Tensor*> pieces;
+  for (const SequencePart* s : parts) pieces.push_back(part_columns(c, t, *s, dim));
+  return join_parts(c.g, pieces, dim);
+}
+
+// The absorbed parts' attention, [v * H, tokens of those parts]. Their two weight products (W_UK^T
+// on the queries, W_UV on the attended latents) take all their tokens at once: a decode step of
+// many sequences reads those weights once, not once per sequence.
+ggl::Tensor* attend_absorbed(const ForwardContext& c, const std::vector<const SequencePart*>& parts,
+                             const std::vector<ggl::Tensor*>& caches, const LayerWeights& l, const Projections& p,
+                             const MlaRope& rope) {
+  ggl::Graph& g = c.g;
+  const MlaConfig& m = c.hp.mla;
+  const int64_t H = c.hp.n_head;
+  ggl::Tensor* q_nope = g.permute(gather_parts(c, p.q_nope, parts, 2), 0, 2, 1, 3);  // [nope, T, H]
+  ggl::Tensor* q_abs = l.wk_b ? g.mul_mat(weight(g, l.wk_b), q_nope)                 // [L, T, H]
+                              : g.mul_mat_t(kv_b_part(g, weight(g, l.wkv_b), m.qk_nope, 0, m, H), q_nope);
+  ggl::Tensor* q_pe = gather_parts(c, p.q_pe, parts, 2);  // [rope, H, T]
+  std::vector<ggl::Tensor*> latents;
+  int64_t at = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const int64_t n = parts[i]->n_tokens;
+    latents.push_back(
+        attend_latents(c, *parts[i], slice(g, q_abs, at, n, 1), slice(g, q_pe, at, n, 2), caches[i], rope));
+    at += n;
+  }
+  ggl::Tensor* o_heads = join_parts(g, latents, 1);                // [L, T, H]
   ggl::Tensor* v = l.wv_b ? g.mul_mat(weight(g, l.wv_b), o_heads)  // [v, T, H]
                           : g.mul_mat(kv_b_part(g, weight(g, l.wkv_b), m.v_head_dim, m.qk_nope, m, H), o_heads);
-  return g.reshape(g.cont(g.permute(v, 0, 2, 1, 3)), {m.v_head_dim * H, T, 1, 1});
+  return g.reshape(g.cont(g.permute(v, 0, 2, 1, 3)), {m.v_head_dim * H, at, 1, 1});
 }
 
 ggl::Tensor* attend_naive(const ForwardContext& c, const SequencePart& s, const LayerWeights& l, const Projections& p,
@@ -154,15 +195,33 @@ ggl::Tensor* build_deepseek2(const ForwardContext& c) {
     ggl::Tensor* h = norm(g, x, l.attn_norm, hp.rms_eps);
     const Projections p = project_queries(c, l, h, rope);
     const Latents step_latents = latents(c, l, h, rope);
-    // Attention per sequence, over its own cache, each part by its own path.
-    std::vector<ggl::Tensor*> attn;
+    // Attention per sequence, over its own cache, each part by its own path; the absorbed parts
+    // share their weight products.
+    std::vector<const SequencePart*> absorbed;
+    std::vector<ggl::Tensor*> caches, absorbed_caches;
     for (const SequencePart& s : c.parts) {
-      ggl::Tensor* cache = s.cache->tensor(g, il, 0);
-      write_latents(c, s, step_latents, cache);
-      attn.push_back(s.mla_path == MlaMode::kNaive ? attend_naive(c, s, l, p, cache, rope)
-                                                   : attend_absorbed(c, s, l, p, cache, rope));
+      caches.push_back(s.cache->tensor(g, il, 0));
+      write_latents(c, s, step_latents, caches.back());
+      if (s.mla_path == MlaMode::kNaive) continue;
+      absorbed.push_back(&s);
+      absorbed_caches.push_back(caches.back());
     }
-    x = g.add(x, g.mul_mat(weight(g, l.wo), join_parts(g, attn, 1)));
+    ggl::Tensor* attn = absorbed.empty() ? nullptr : attend_absorbed(c, absorbed, absorbed_caches, l, p, rope);
+    if (absorbed.size() < c.parts.size()) {  // naive parts too: every part's rows in step order
+      std::vector<ggl::Tensor*> rows;
+      int64_t at = 0;
+      for (size_t i = 0; i < c.parts.size(); ++i) {
+        const SequencePart& s = c.parts[i];
+        if (s.mla_path == MlaMode::kNaive) {
+          rows.push_back(attend_naive(c, s, l, p, caches[i], rope));
+        } else {
+          rows.push_back(slice(g, attn, at, s.n_tokens, 1));
+          at += s.n_tokens;
+        }
+      }
+      attn = join_parts(g, rows, 1);
+    }
+    x = g.add(x, g.mul_mat(weight(g, l.wo), attn));
 
     h = norm(g, x, l.ffn_norm, hp.rms_eps);
     ggl::Tensor* ffn = l.is_moe() ? moe_ffn(g, h, l, hp.moe) : swiglu_ffn(g, h, l.ffn_gate, l.ffn_up, l.ffn_down);
