@@ -104,12 +104,11 @@ void BatchSession::publish_pages(Sequence& s) {
     const int64_t parent = k == 0 ? -1 : s.pages[k - 1];
     const int64_t canonical =
         pages_->publish(page, parent, std::span(s.tokens).subspan(k * page_tokens(), page_tokens()));
-    if (canonical == page) continue;
-    // The same rows already sit in a published page: map that one and give this one back.
-    pages_->retain(canonical);
-    s.cache->map_page(static_cast<int64_t>(k), canonical);
-    s.pages[k] = canonical;
-    pages_->release(page);
+    // The same tokens after the same parent were published first by another sequence: this one
+    // keeps its own copy (remapping it could leave a slot half on a page it holds no reference
+    // to, should the system refuse a mapping) and publishes no further, since a published page's
+    // parent must be published.
+    if (canonical != page) return;
   }
 }
 

@@ -129,8 +129,8 @@ class BatchSession {
   size_t map_shared(Sequence& s, std::span<const int64_t> pages);
   // Gives back the sequence's pages from slot `first` on.
   void drop_pages(Sequence& s, size_t first);
-  // Publishes the sequence's full pages not yet published; one that duplicates a page published
-  // earlier is replaced by it.
+  // Publishes the sequence's full pages not yet published, up to one that duplicates a page
+  // published earlier.
   void publish_pages(Sequence& s);
   size_t page_tokens() const { return static_cast<size_t>(pool_->page_tokens()); }
 
