@@ -51,6 +51,13 @@ void float_matmul(Type t, const uint8_t* w, int64_t rows, int64_t n, const float
 // Batched products with quantized weights take an integer GEMM (int_gemm.h) from this many
 // activation columns on: with fewer, unpacking a weight panel costs more than it saves.
 constexpr int64_t kIntGemmMinCols = 8;
+// Weights in an interleaved layout (cpu/interleaved.h) take the panels from this many columns on:
+// their panels must first undo the interleaving of every group, which costs more than the rows
+// path's decoding once per 4 columns until about here (docs/batching.md, "Interleaved rows").
+constexpr int64_t kInterleavedPanelMinCols = 32;
+constexpr int64_t kRowsPathMaxCols = std::max(kIntGemmMinCols, kInterleavedPanelMinCols);
+
+int64_t panel_min_cols(Type w) { return is_backend_layout(w) ? kInterleavedPanelMinCols : kIntGemmMinCols; }
 
 namespace {
 
@@ -77,8 +84,8 @@ const IntGemm* int_gemm_for(const Tensor& w, const Tensor& x, bool routed_expert
   return int16 ? &kInt16Gemm : nullptr;
 }
 
-bool takes_panels(const IntGemm& gemm, int64_t cols, bool invariant) {
-  return gemm.pack_panel != nullptr && (invariant || cols >= kIntGemmMinCols);
+bool takes_panels(const IntGemm& gemm, Type w, int64_t cols, bool invariant) {
+  return gemm.pack_panel != nullptr && (invariant || cols >= panel_min_cols(w));
 }
 
 // The path a product on `gemm` counts as (path_counts.h).
@@ -136,7 +143,9 @@ size_t cpu_mul_mat_work(const Tensor& dst, int n_threads, bool batch_invariant) 
   if (!gemm) return 0;
   const int64_t K = dst.src[0]->ne[0];
   return quantized_columns_bytes(*gemm, K, column_count(*dst.src[1])) +
-         (takes_panels(*gemm, dst.src[1]->ne[1], batch_invariant) ? scratch_size(gemm->panel_bytes(K)) * n_threads : 0);
+         (takes_panels(*gemm, dst.src[0]->type, dst.src[1]->ne[1], batch_invariant)
+              ? scratch_size(gemm->panel_bytes(K)) * n_threads
+              : 0);
 }
 
 void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
@@ -156,7 +165,7 @@ void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
     const int64_t b2 = b % dst.ne[2], b3 = b / dst.ne[2];
     return b2 / (dst.ne[2] / x.ne[2]) + x.ne[2] * (b3 / (dst.ne[3] / x.ne[3]));
   };
-  if (gemm && takes_panels(*gemm, M, th.batch_invariant)) {
+  if (gemm && takes_panels(*gemm, w.type, M, th.batch_invariant)) {
     // (batch, panel) items per thread.
     uint8_t* panel =
         th.scratch<uint8_t>(scratch_size(gemm->panel_bytes(K)), quantized_columns_bytes(*gemm, K, column_count(x)));
@@ -181,8 +190,8 @@ void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
     const int64_t b = r / N, n0 = r % N, n1 = std::min(N, n0 + (r1 - r));
     float* y = reinterpret_cast<float*>(dst.bytes() + b * dst.nb[2]);  // packed: dims 2, 3 flatten
     if (gemm) {                                                        // the few columns on the integer rows path
-      const void* xs[kIntGemmMinCols];
-      float* ys[kIntGemmMinCols];
+      const void* xs[kRowsPathMaxCols];
+      float* ys[kRowsPathMaxCols];
       for (int64_t c = 0; c < M; ++c) {
         xs[c] = columns + (x_batch(b) * M + c) * cb;
         ys[c] = y + c * N + n0;
@@ -269,7 +278,7 @@ IdLayout id_layout(const Tensor& dst, bool invariant) {
   IdLayout l{};
   l.gemm = int_gemm_for(w, x, true, P, invariant);
   l.invariant = invariant;
-  l.panels = l.gemm && takes_panels(*l.gemm, P, invariant);
+  l.panels = l.gemm && takes_panels(*l.gemm, w.type, P, invariant);
   if (l.gemm) l.shared = quantized_columns_bytes(*l.gemm, K, x.ne[1] * x.ne[2]);
   l.counts = 0;
   l.pairs = scratch_size((2 * E + 1) * sizeof(int32_t));  // starts, then fill cursors
@@ -328,7 +337,8 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
     auto [p0, p1] = split_range(panels, th.ith, th.nth);
     for (int64_t e = 0; e < E; ++e) {
       const int64_t count = start[e + 1] - start[e];
-      if (count == 0 || !takes_panels(*l.gemm, count, l.invariant)) continue;  // none, or on the rows path below
+      if (count == 0 || !takes_panels(*l.gemm, w.type, count, l.invariant))
+        continue;  // none, or on the rows path below
       const int32_t* ep = pairs + start[e];
       for (int64_t p = p0; p < p1; ++p) {
         const int64_t n0 = p * kIntGemmPanelRows, rows = std::min(kIntGemmPanelRows, N - n0);
@@ -344,7 +354,7 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
   if (n0 >= n1) return;
   const int64_t rows = n1 - n0;
   for (int64_t e = 0; e < E; ++e) {
-    if (l.panels && takes_panels(*l.gemm, start[e + 1] - start[e], l.invariant)) continue;  // done above
+    if (l.panels && takes_panels(*l.gemm, w.type, start[e + 1] - start[e], l.invariant)) continue;  // done above
     const uint8_t* we = w.bytes() + e * w.nb[2] + n0 * rb;
     if (l.gemm) {
       const size_t cb = l.gemm->column_bytes(K);

@@ -202,7 +202,9 @@ std::string quantized_dense_model(const std::string& quantize_args, const std::s
 std::vector<int32_t> dense_model_tokens() {
   std::vector<int32_t> tokens =
       latte::testing::read_token_file(latte::testing::shared_dir() / "fixtures/llama-gqa-tiny-f32.tokens.txt");
-  tokens.resize(std::min<size_t>(tokens.size(), 24));
+  // A prompt of more columns than the interleaved layouts' panel threshold (32, op_matmul.cpp), so
+  // that it goes through their panels, then decode steps through their rows.
+  tokens.resize(std::min<size_t>(tokens.size(), 40));
   return tokens;
 }
 
