@@ -193,6 +193,24 @@ TEST_F(ImatrixCli, ExpertsMatchTheRouting) {
   }
 }
 
+// Chunks evaluated in two graphs each: the second graph's naive MLA product multiplies every
+// cached latent, of which only the graph's own tokens count, so attn_kv_b's sums and counts are
+// those of one graph per chunk.
+TEST_F(ImatrixCli, GraphsOfFewerTokensCountEachTokenOnce) {
+  LATTE_REQUIRE_SHARED(kMla);
+  const auto whole = read_gguf(collect(kMla, "a.gguf", kChunks, "--no-ppl"));
+  const auto split = read_gguf(collect(kMla, "b.gguf", kChunks, "--no-ppl -b 64"));
+  int checked = 0;
+  for (const auto& [name, e] : whole) {
+    if (name.find("attn_kv_b") == std::string::npos) continue;
+    ++checked;
+    ASSERT_TRUE(split.count(name)) << name;
+    EXPECT_EQ(split.at(name).counts, std::vector<float>{float(kChunks * kCtx)}) << name;
+    for (size_t i = 0; i < e.sums.size(); ++i) EXPECT_NEAR(split.at(name).sums[i], e.sums[i], 1e-4 * e.sums[i]) << name;
+  }
+  EXPECT_EQ(checked, 5);
+}
+
 // The legacy .dat and the GGUF give the same weights through convert/imatrix.h's reader.
 TEST_F(ImatrixCli, LegacyAndGgufReadTheSame) {
   LATTE_REQUIRE_SHARED(kMla);
