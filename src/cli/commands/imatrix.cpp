@@ -66,7 +66,7 @@ int cmd_imatrix(int argc, char** argv) {
   app.footer(
       "-c defaults to 512 tokens (llama-imatrix's); a text needs at least 2 * c tokens. Each chunk is "
       "evaluated in graphs of -b tokens (llama-imatrix's -ub). MLA models run in the naive form with an f32 "
-      "cache, so attn_kv_b multiplies the latents as in llama.cpp.");
+      "cache, so attn_kv_b multiplies the latents as in llama.cpp; it runs on the CPU (placement flags are ignored).");
   if (auto done = parse_flags(app, argc, argv)) return *done;
   if (text_path.empty() && in_files.empty()) ggl::fail("give a text with -f FILE (or --in-file files to combine)");
   if (!text_path.empty() && model_path.empty()) ggl::fail("-f needs the model: -m MODEL");
@@ -89,6 +89,9 @@ int cmd_imatrix(int argc, char** argv) {
     options.n_batch = std::min(options.n_batch, n_ctx);
     options.cache_type = ggl::Type::F32;
     options.mla_mode = MlaMode::kNaive;
+    // The collector reads the activations from the graph it is given, which a scheduler over a
+    // device would cut into parts of its own: the whole pass stays on the CPU.
+    options.placement.reset();
     collector.attach(options);
     flags.warn_beyond_training(model.hparams(), n_ctx);
     Session session(model, options);
