@@ -20,7 +20,7 @@ layers=(
   "src/model convert"
   "src/placement"
   "src/runtime src/synth"
-  "src/generate src/bench"
+  "src/generate src/bench src/eval"
   "src/chat"
   "src/server"
   "src/cli"

@@ -15,7 +15,7 @@ struct Entry {
 
 // Block bytes follow ggml's block structs: fp16 scales (d, and dmin / m where the type has mins),
 // packed sub-block scales, high bits, then the low bits of the quants.
-constexpr std::array<Entry, 21> kTypes = {{
+constexpr std::array<Entry, 28> kTypes = {{
     {Type::F32, {"f32", 1, 4, false}},
     {Type::F16, {"f16", 1, 2, false}},
     {Type::Q4_0, {"q4_0", kQuantBlock, 2 + kQuantBlock / 2, true}},
@@ -31,6 +31,15 @@ constexpr std::array<Entry, 21> kTypes = {{
     {Type::Q8_K, {"q8_K", kSuperBlock, 4 + kSuperBlock + kSuperBlock / 16 * 2, true}},
     {Type::IQ4_NL, {"iq4_nl", kQuantBlock, 2 + kQuantBlock / 2, true}},
     {Type::IQ4_XS, {"iq4_xs", kSuperBlock, 2 + 2 + kSuperBlock / 64 + kSuperBlock / 2, true}},
+    // The i-quants below 4 bits: grid indices (qs, with high bits in qh), signs, sub-block scales.
+    {Type::IQ2_XXS, {"iq2_xxs", kSuperBlock, 2 + kSuperBlock / 4, true}},
+    {Type::IQ2_XS, {"iq2_xs", kSuperBlock, 2 + kSuperBlock / 4 + kSuperBlock / 32, true}},
+    {Type::IQ2_S, {"iq2_s", kSuperBlock, 2 + kSuperBlock / 4 + kSuperBlock / 32 + kSuperBlock / 32, true}},
+    {Type::IQ3_XXS, {"iq3_xxs", kSuperBlock, 2 + 3 * kSuperBlock / 8, true}},
+    {Type::IQ3_S,
+     {"iq3_s", kSuperBlock, 2 + kSuperBlock / 4 + kSuperBlock / 32 + kSuperBlock / 8 + kSuperBlock / 64, true}},
+    {Type::IQ1_S, {"iq1_s", kSuperBlock, 2 + kSuperBlock / 8 + kSuperBlock / 16, true}},
+    {Type::IQ1_M, {"iq1_m", kSuperBlock, kSuperBlock / 8 + kSuperBlock / 16 + kSuperBlock / 32, true}},
     {Type::I8, {"i8", 1, 1, false}},
     {Type::I16, {"i16", 1, 2, false}},
     {Type::I32, {"i32", 1, 4, false}},
@@ -40,15 +49,8 @@ constexpr std::array<Entry, 21> kTypes = {{
 }};
 
 // ggml's types that latte does not read, by id (ids 4, 5 and 31-33, 36-38 were retired by ggml).
-constexpr std::array<std::pair<uint32_t, std::string_view>, 11> kForeignTypes = {{
+constexpr std::array<std::pair<uint32_t, std::string_view>, 4> kForeignTypes = {{
     {9, "q8_1"},
-    {16, "iq2_xxs"},
-    {17, "iq2_xs"},
-    {18, "iq3_xxs"},
-    {19, "iq1_s"},
-    {21, "iq3_s"},
-    {22, "iq2_s"},
-    {29, "iq1_m"},
     {34, "tq1_0"},
     {35, "tq2_0"},
     {39, "mxfp4"},

@@ -22,13 +22,20 @@ enum class Type : uint32_t {
   Q5_K = 13,
   Q6_K = 14,
   Q8_K = 15,  // activation format of the K-quant integer dot products (float scale, bsums)
+  IQ2_XXS = 16,
+  IQ2_XS = 17,
+  IQ3_XXS = 18,
+  IQ1_S = 19,
   IQ4_NL = 20,
+  IQ3_S = 21,
+  IQ2_S = 22,
   IQ4_XS = 23,
   I8 = 24,
   I16 = 25,
   I32 = 26,
   I64 = 27,
   F64 = 28,
+  IQ1_M = 29,
   BF16 = 30,
 };
 
@@ -51,7 +58,7 @@ constexpr Type file_type_of(Type t) { return static_cast<Type>(static_cast<uint3
 inline constexpr int kMaxDims = 4;
 
 inline constexpr int kQuantBlock = 32;   // weights per block for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL
-inline constexpr int kSuperBlock = 256;  // weights per super-block for the K-quants and IQ4_XS
+inline constexpr int kSuperBlock = 256;  // weights per super-block for the K-quants, IQ1..IQ3 and IQ4_XS
 
 struct TypeTraits {
   std::string_view name;  // "f32", "q8_0", ... (lower case, as llama.cpp prints them)
@@ -62,7 +69,7 @@ struct TypeTraits {
 
 // Traits of a type a file may hold; std::nullopt for an id latte does not know (or a backend layout).
 std::optional<TypeTraits> type_traits(uint32_t id);
-// ggml's name for a type id latte does not read (e.g. 16 -> "iq2_xxs", 39 -> "mxfp4"), for error
+// ggml's name for a type id latte does not read (e.g. 34 -> "tq1_0", 39 -> "mxfp4"), for error
 // messages; std::nullopt where the id is not one ggml ever defined.
 std::optional<std::string_view> foreign_type_name(uint32_t id);
 // Traits of a known type or of a backend layout (its file type's; precondition: the type is known).

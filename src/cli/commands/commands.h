@@ -22,6 +22,8 @@ int cmd_tokenize(int argc, char** argv);
 int cmd_convert(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_eval(int argc, char** argv);
+int cmd_perplexity(int argc, char** argv);
+int cmd_imatrix(int argc, char** argv);
 int cmd_chat(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
