@@ -22,6 +22,7 @@
 #include "src/model/graph_blocks.h"
 #include "src/runtime/session.h"
 #include "src/tokenizer/tokenizer.h"
+#include "tests/src/eval/story_text.h"
 #include "tests/support/test_support.h"
 
 namespace test_imatrix_cli {
@@ -36,23 +37,10 @@ constexpr int64_t kChunks = 3;
 const char* const kStories = "models/stories260K.gguf";
 const char* const kMla = "models/tiny-mla-stories-f32.gguf";
 
-std::string shared(const std::string& rel) { return (latte::testing::shared_dir() / rel).string(); }
-fs::path story() { return latte::testing::test_data_dir() / "eval" / "story.txt"; }
-
-// The chunks as evaluated: the story's tokens (BOS first), kCtx per chunk, each starting with BOS.
+using test_eval_story::shared;
+using test_eval_story::story;
 std::vector<std::vector<int32_t>> chunks(const latte::Tokenizer& tok, int64_t n_chunks) {
-  std::ifstream in(story(), std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
-  if (!text.empty() && text.back() == '\n') text.pop_back();
-  const std::vector<int32_t> ids = tok.encode(text, tok.add_bos_default(), false);
-  std::vector<std::vector<int32_t>> out;
-  for (int64_t c = 0; c < n_chunks; ++c) {
-    out.emplace_back(ids.begin() + c * kCtx, ids.begin() + (c + 1) * kCtx);
-    out.back()[0] = tok.bos();
-  }
-  return out;
+  return test_eval_story::story_chunks(tok, kCtx, n_chunks);
 }
 
 // One entry of a GGUF importance matrix: sums [n_matrix][n_cols] and counts [n_matrix].

@@ -19,6 +19,7 @@
 
 #include "src/runtime/session.h"
 #include "src/tokenizer/tokenizer.h"
+#include "tests/src/eval/story_text.h"
 #include "tests/support/test_support.h"
 
 namespace test_perplexity_cli {
@@ -34,33 +35,18 @@ const char* const kStories = "models/stories260K.gguf";
 const char* const kMlaF32 = "models/tiny-mla-stories-f32.gguf";
 const char* const kMlaQ8 = "models/tiny-mla-stories-q8_0.gguf";
 
-std::string shared(const std::string& rel) { return (latte::testing::shared_dir() / rel).string(); }
-fs::path story() { return latte::testing::test_data_dir() / "eval" / "story.txt"; }
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// The story's tokens as llama-perplexity makes them (BOS first, the file's last newline dropped).
-std::vector<int32_t> story_tokens(const latte::Tokenizer& tok) {
-  std::string text = slurp(story());
-  if (!text.empty() && text.back() == '\n') text.pop_back();
-  return tok.encode(text, tok.add_bos_default(), false);
-}
+using test_eval_story::shared;
+using test_eval_story::slurp;
+using test_eval_story::story;
+using test_eval_story::story_tokens;
 
 // Every chunk's logits [kChunks][kCtx][n_vocab], each chunk from an empty f32 cache with BOS first.
 std::vector<std::vector<float>> chunk_logits(const std::string& model_path) {
   latte::Model model(model_path);
   const auto tok = latte::Tokenizer::from_gguf(model.file());
-  const std::vector<int32_t> ids = story_tokens(*tok);
   latte::Session s(model, {.n_ctx = kCtx, .cache_type = ggl::Type::F32});
   std::vector<std::vector<float>> out;
-  for (int64_t c = 0; c < kChunks; ++c) {
-    std::vector<int32_t> chunk(ids.begin() + c * kCtx, ids.begin() + (c + 1) * kCtx);
-    chunk[0] = tok->bos();
+  for (const std::vector<int32_t>& chunk : test_eval_story::story_chunks(*tok, kCtx, kChunks)) {
     s.clear();
     out.push_back(s.eval(chunk));
   }
