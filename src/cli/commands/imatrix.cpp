@@ -12,24 +12,17 @@
 
 #include "ggml-like/core/error.h"
 #include "src/cli/commands/commands.h"
+#include "src/cli/eval_text.h"
 #include "src/cli/flags/flag_checks.h"
 #include "src/cli/flags/parse_flags.h"
 #include "src/cli/flags/session_flags.h"
 #include "src/cli/output_path.h"
-#include "src/cli/text_input.h"
 #include "src/eval/chunk_progress.h"
 #include "src/eval/imatrix_collector.h"
 #include "src/eval/perplexity.h"
 
 namespace latte::cli {
 namespace {
-
-constexpr int64_t kDefaultImatrixContext = 512;  // llama-imatrix's
-
-void print_line(const std::string& s) {
-  std::fputs(s.c_str(), stdout);
-  std::fflush(stdout);
-}
 
 // gguf unless --output-format says otherwise or the output's name ends in .dat.
 bool legacy_output(const std::string& format, const std::string& out) {
@@ -78,15 +71,10 @@ int cmd_imatrix(int argc, char** argv) {
   for (const std::string& in : in_files) collector.sums().merge(eval::ImatrixSums::load(in));
 
   if (!text_path.empty()) {
-    const std::string text = without_final_newline(read_text_file(text_path, "text file"));
-    const int64_t n_ctx = flags.n_ctx != 0 ? flags.n_ctx : kDefaultImatrixContext;
     const Model model(model_path, flags.model_options());
     const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model.file());
-    const std::vector<int32_t> tokens = eval::text_tokens(*tokenizer, text);
-    const int64_t n_chunk = eval::chunk_count(static_cast<int64_t>(tokens.size()), n_ctx, max_chunks);
-    SessionOptions options = flags.options();
-    options.n_ctx = n_ctx;
-    options.n_batch = std::min(options.n_batch, n_ctx);
+    const auto [tokens, n_ctx, n_chunk] = chunk_text_file(*tokenizer, text_path, flags, max_chunks);
+    SessionOptions options = chunk_session_options(flags, n_ctx);
     options.cache_type = ggl::Type::F32;
     options.mla_mode = MlaMode::kNaive;
     // The collector reads the activations from the graph it is given, which a scheduler over a
@@ -111,11 +99,11 @@ int cmd_imatrix(int argc, char** argv) {
                                                          [&](int64_t chunk, const eval::NllSums& s) {
                                                            bar.chunk_done(chunk, no_ppl ? 0.0 : s.ppl());
                                                            if (!no_ppl)
-                                                             print_line(fmt::format("[{}]{:.4f},", chunk, s.ppl()));
+                                                             print_now(fmt::format("[{}]{:.4f},", chunk, s.ppl()));
                                                          }},
                                                     collector);
     bar.finish();
-    if (!no_ppl) print_line(fmt::format("\nFinal estimate: PPL = {:.4f} +/- {:.5f}\n", nll.ppl(), nll.ppl_error()));
+    if (!no_ppl) print_now(fmt::format("\nFinal estimate: PPL = {:.4f} +/- {:.5f}\n", nll.ppl(), nll.ppl_error()));
     collector.sums().datasets.push_back(text_path);
   }
 

@@ -13,11 +13,11 @@
 
 #include "ggml-like/core/error.h"
 #include "src/cli/commands/commands.h"
+#include "src/cli/eval_text.h"
 #include "src/cli/flags/flag_checks.h"
 #include "src/cli/flags/parse_flags.h"
 #include "src/cli/flags/session_flags.h"
 #include "src/cli/output_path.h"
-#include "src/cli/text_input.h"
 #include "src/eval/chunk_progress.h"
 #include "src/eval/kl_base_file.h"
 #include "src/eval/kl_report.h"
@@ -25,13 +25,6 @@
 
 namespace latte::cli {
 namespace {
-
-constexpr int64_t kDefaultPerplexityContext = 512;  // llama-perplexity's
-
-void print_now(const std::string& s) {
-  std::fputs(s.c_str(), stdout);
-  std::fflush(stdout);
-}
 
 // --kl-divergence: the base file's chunks against this model.
 int kl_divergence_run(const std::string& model_path, const std::string& base_path, const std::string& text_path,
@@ -46,14 +39,11 @@ int kl_divergence_run(const std::string& model_path, const std::string& base_pat
               model.hparams().n_vocab);
   const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model.file());
   if (!text_path.empty()) {  // optional: that the file was made from this text
-    const std::vector<int32_t> tokens =
-        eval::text_tokens(*tokenizer, without_final_newline(read_text_file(text_path, "text file")));
+    const std::vector<int32_t> tokens = text_file_tokens(*tokenizer, text_path);
     if (tokens.size() < h.tokens.size() || !std::equal(h.tokens.begin(), h.tokens.end(), tokens.begin()))
       ggl::fail("{} was computed from another text than {} (its tokens differ)", base_path, text_path);
   }
-  SessionOptions options = flags.options();
-  options.n_ctx = h.n_ctx;
-  options.n_batch = std::min(options.n_batch, h.n_ctx);
+  const SessionOptions options = chunk_session_options(flags, h.n_ctx);
   flags.warn_beyond_training(model.hparams(), h.n_ctx);
   Session session(model, options);
   flags.note_offload(session);
@@ -112,16 +102,10 @@ int cmd_perplexity(int argc, char** argv) {
     check_not_input(base_path, text_path);
     check_not_input(base_path, model_path);
   }
-  const std::string text = without_final_newline(read_text_file(text_path, "text file"));
-  const int64_t n_ctx = flags.n_ctx != 0 ? flags.n_ctx : kDefaultPerplexityContext;
-
   const Model model(model_path, flags.model_options());
   const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model.file());
-  const std::vector<int32_t> tokens = eval::text_tokens(*tokenizer, text);
-  const int64_t n_chunk = eval::chunk_count(static_cast<int64_t>(tokens.size()), n_ctx, max_chunks);
-  SessionOptions options = flags.options();
-  options.n_ctx = n_ctx;
-  options.n_batch = std::min(options.n_batch, n_ctx);
+  const auto [tokens, n_ctx, n_chunk] = chunk_text_file(*tokenizer, text_path, flags, max_chunks);
+  const SessionOptions options = chunk_session_options(flags, n_ctx);
   flags.warn_beyond_training(model.hparams(), n_ctx);
   Session session(model, options);
   flags.note_offload(session);
