@@ -13,9 +13,9 @@ namespace ggl {
 template <Type T>
 using TypeTag = std::integral_constant<Type, T>;
 
-// Calls f(TypeTag<t>{}) and returns true where t is one of the 15 weight types (the types a
-// weight tensor may have: F32, F16, BF16, the legacy 32-value quants, the K-quants, IQ4_NL and
-// IQ4_XS); returns false for any other type (Q8_K, the integer types, F64).
+// Calls f(TypeTag<t>{}) and returns true where t is one of the weight types (the types a weight
+// tensor may have: F32, F16, BF16, the legacy 32-value quants, the K-quants, IQ4_NL, IQ4_XS and
+// the i-quants IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S); returns false for any other type (Q8_K, the integer types, F64).
 template <class F>
 bool with_weight_type(Type t, F&& f) {
   switch (t) {
@@ -34,6 +34,11 @@ bool with_weight_type(Type t, F&& f) {
     case Type::Q6_K: f(TypeTag<Type::Q6_K>{}); return true;
     case Type::IQ4_NL: f(TypeTag<Type::IQ4_NL>{}); return true;
     case Type::IQ4_XS: f(TypeTag<Type::IQ4_XS>{}); return true;
+    case Type::IQ2_XXS: f(TypeTag<Type::IQ2_XXS>{}); return true;
+    case Type::IQ2_XS: f(TypeTag<Type::IQ2_XS>{}); return true;
+    case Type::IQ2_S: f(TypeTag<Type::IQ2_S>{}); return true;
+    case Type::IQ1_S: f(TypeTag<Type::IQ1_S>{}); return true;
+    case Type::IQ1_M: f(TypeTag<Type::IQ1_M>{}); return true;
     default: return false;
   }
 }

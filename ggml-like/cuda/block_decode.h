@@ -16,6 +16,7 @@
 #include "ggml-like/core/types.h"
 #include "ggml-like/core/host_device.h"
 #include "ggml-like/core/weight_type_switch.h"
+#include "ggml-like/quant/iq_grids.h"
 
 namespace ggl::blocks {
 
@@ -245,6 +246,97 @@ struct Decoder<Type::IQ4_XS> {
     const float dl = load_half(b) * static_cast<float>(ls - 32);
     const uint8_t* qs = b + 8 + 16 * s;
     for (int j = 0; j < kGroup; ++j) v[j] = dl * static_cast<float>(iq4_level(nibble32(qs, (e & 31) + j)));
+  }
+};
+
+// The grid i-quants: a group of 8 is one grid point (iq_grids.h). The device reads the grids from
+// copies in its own memory, initialized at compile time.
+#if defined(__CUDACC__)
+static __device__ const IqGrid<256> kIq2xxsGridDevice = kIq2xxsGrid;
+static __device__ const IqGrid<512> kIq2xsGridDevice = kIq2xsGrid;
+static __device__ const IqGrid<1024> kIq2sGridDevice = kIq2sGrid;
+static __device__ const IqGrid<2048> kIq1sGridDevice = kIq1sGrid;
+#if defined(__CUDA_ARCH__)
+#define GGL_IQ_GRID(name) name##Device
+#endif
+#endif
+#if !defined(GGL_IQ_GRID)
+#define GGL_IQ_GRID(name) name
+#endif
+GGL_HD uint64_t iq2xxs_point(uint32_t k) { return GGL_IQ_GRID(kIq2xxsGrid).v[k]; }
+GGL_HD uint64_t iq2xs_point(uint32_t k) { return GGL_IQ_GRID(kIq2xsGrid).v[k]; }
+GGL_HD uint64_t iq2s_point(uint32_t k) { return GGL_IQ_GRID(kIq2sGrid).v[k]; }
+GGL_HD uint64_t iq1s_point(uint32_t k) { return GGL_IQ_GRID(kIq1sGrid).v[k]; }
+#undef GGL_IQ_GRID
+
+// IQ2: value j = scale * level j of the point, negated where sign bit j is set.
+GGL_HD void iq2_group(uint64_t point, uint32_t signs, float scale, float* v) {
+  for (int j = 0; j < kGroup; ++j)
+    v[j] = scale * static_cast<float>((point >> (8 * j)) & 0xff) * ((signs >> j) & 1 ? -1.0f : 1.0f);
+}
+GGL_HD float iq2_scale(float d, uint32_t s) { return d * (0.5f + static_cast<float>(s)) * 0.25f; }
+// IQ1: value j = scale * (coordinate j of the point + delta).
+GGL_HD void iq1_group(uint64_t point, float scale, float delta, float* v) {
+  for (int j = 0; j < kGroup; ++j)
+    v[j] = scale * (static_cast<float>(static_cast<int8_t>(static_cast<uint8_t>((point >> (8 * j)) & 0xff))) + delta);
+}
+
+// IQ2_XXS: d, then per 32 values two words: 4 grid indices (bytes); 4 x 7 sign bits and the scale.
+template <>
+struct Decoder<Type::IQ2_XXS> {
+  static constexpr int kValues = 256, kBytes = 66;
+  static GGL_HD void group(const uint8_t* b, int g, float* v) {
+    const int sub = g >> 2, l = g & 3;
+    const uint32_t aux = load_u32(b + 2 + 8 * sub + 4);
+    iq2_group(iq2xxs_point(b[2 + 8 * sub + l]), iq2_even_signs(aux >> (7 * l)), iq2_scale(load_half(b), aux >> 28), v);
+  }
+};
+// IQ2_XS: d, qs[32] (9-bit grid index | 7 sign bits << 9), scales[8] (a nibble per 16 values).
+template <>
+struct Decoder<Type::IQ2_XS> {
+  static constexpr int kValues = 256, kBytes = 74;
+  static GGL_HD void group(const uint8_t* b, int g, float* v) {
+    const uint32_t q = load_u16(b + 2 + 2 * g);
+    const uint32_t s = (b[66 + (g >> 2)] >> (4 * ((g & 3) >> 1))) & 0x0f;
+    iq2_group(iq2xs_point(q & 511), iq2_even_signs(q >> 9), iq2_scale(load_half(b), s), v);
+  }
+};
+// IQ2_S: d, qs[32] (grid index low bits), signs[32], qh[8] (index bits 8..9), scales[8].
+template <>
+struct Decoder<Type::IQ2_S> {
+  static constexpr int kValues = 256, kBytes = 82;
+  static GGL_HD void group(const uint8_t* b, int g, float* v) {
+    const int sub = g >> 2, l = g & 3;
+    const uint32_t index = b[2 + g] | ((static_cast<uint32_t>(b[66 + sub]) << (8 - 2 * l)) & 0x300);
+    const uint32_t s = (b[74 + sub] >> (4 * (l >> 1))) & 0x0f;
+    iq2_group(iq2s_point(index), b[34 + g], iq2_scale(load_half(b), s), v);
+  }
+};
+// IQ1_S: d, qs[32] (grid index low bits), qh[8] words (3 index bits per group, scale, shift sign).
+template <>
+struct Decoder<Type::IQ1_S> {
+  static constexpr int kValues = 256, kBytes = 50;
+  static GGL_HD void group(const uint8_t* b, int g, float* v) {
+    const int sub = g >> 2, l = g & 3;
+    const uint32_t qh = load_u16(b + 34 + 2 * sub);
+    const float dl = load_half(b) * static_cast<float>(2 * ((qh >> 12) & 7) + 1);
+    iq1_group(iq1s_point(b[2 + g] | (((qh >> (3 * l)) & 7) << 8)), dl, qh & 0x8000 ? -kIq1Delta : kIq1Delta, v);
+  }
+};
+// IQ1_M: qs[32], qh[16] (3 index bits and a shift sign per group), scales[8] (four words: 3-bit
+// scales per 16 values, the fp16 super-block scale in their top nibbles).
+template <>
+struct Decoder<Type::IQ1_M> {
+  static constexpr int kValues = 256, kBytes = 56;
+  static GGL_HD void group(const uint8_t* b, int g, float* v) {
+    const int sub = g >> 2, l = g & 3;
+    const uint8_t* sc = b + 48;
+    const uint32_t bits = (load_u16(sc) >> 12) | ((load_u16(sc + 2) >> 8) & 0x00f0) |
+                          ((load_u16(sc + 4) >> 4) & 0x0f00) | (load_u16(sc + 6) & 0xf000);
+    const uint32_t word = load_u16(sc + 2 * (sub >> 1));
+    const float dl = half_to_float(bits) * static_cast<float>(2 * ((word >> (6 * (sub & 1) + 3 * (l >> 1))) & 7) + 1);
+    const uint32_t qh = b[32 + 2 * sub + (l >> 1)] >> (4 * (l & 1));
+    iq1_group(iq1s_point(b[g] | ((qh & 7) << 8)), dl, qh & 8 ? -kIq1Delta : kIq1Delta, v);
   }
 };
 

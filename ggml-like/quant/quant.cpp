@@ -22,6 +22,8 @@ void check_row(const char* what, Type t, int64_t n) {
 }
 
 void check_importance(Type t, const float* importance, int64_t n) {
+  if (!importance && quantizer_requires_importance(t))
+    fail("quantize_row: {} needs an importance matrix (ggml's quantizer refuses to run without one)", type_name(t));
   if (!importance || !quantizer_uses_importance(t)) return;
   for (int64_t j = 0; j < n; ++j)
     if (!(importance[j] >= 0.0f) || std::isinf(importance[j]))
@@ -42,6 +44,10 @@ const Block* as(const void* p) {
 // The list of weight types is written once, in the shared switch (core/weight_type_switch.h).
 bool is_weight_type(Type t) {
   return with_weight_type(t, [](auto) {});
+}
+
+bool quantizer_requires_importance(Type t) {
+  return t == Type::IQ2_XXS || t == Type::IQ2_XS || t == Type::IQ1_S;  // ggml_quantize_requires_imatrix
 }
 
 bool quantizer_uses_importance(Type t) {
@@ -70,6 +76,11 @@ void quantize_row(Type t, const float* src, void* dst, int64_t n, const float* i
     case Type::Q8_K: quantize_q8_k(src, as<BlockQ8_K>(dst), n); return;
     case Type::IQ4_NL: quantize_iq4_nl(src, as<BlockIQ4_NL>(dst), n, importance); return;
     case Type::IQ4_XS: quantize_iq4_xs(src, as<BlockIQ4_XS>(dst), n, importance); return;
+    case Type::IQ2_XXS: quantize_iq2_xxs(src, as<BlockIQ2_XXS>(dst), n, importance); return;
+    case Type::IQ2_XS: quantize_iq2_xs(src, as<BlockIQ2_XS>(dst), n, importance); return;
+    case Type::IQ2_S: quantize_iq2_s(src, as<BlockIQ2_S>(dst), n, importance); return;
+    case Type::IQ1_S: quantize_iq1_s(src, as<BlockIQ1_S>(dst), n, importance); return;
+    case Type::IQ1_M: quantize_iq1_m(src, as<BlockIQ1_M>(dst), n, importance); return;
     default: return;  // rejected by check_row
   }
 }
@@ -94,6 +105,11 @@ void dequantize_row(Type t, const void* src, float* dst, int64_t n) {
     case Type::Q8_K: dequantize_q8_k(as<BlockQ8_K>(src), dst, n); return;
     case Type::IQ4_NL: dequantize_iq4_nl(as<BlockIQ4_NL>(src), dst, n); return;
     case Type::IQ4_XS: dequantize_iq4_xs(as<BlockIQ4_XS>(src), dst, n); return;
+    case Type::IQ2_XXS: dequantize_iq2_xxs(as<BlockIQ2_XXS>(src), dst, n); return;
+    case Type::IQ2_XS: dequantize_iq2_xs(as<BlockIQ2_XS>(src), dst, n); return;
+    case Type::IQ2_S: dequantize_iq2_s(as<BlockIQ2_S>(src), dst, n); return;
+    case Type::IQ1_S: dequantize_iq1_s(as<BlockIQ1_S>(src), dst, n); return;
+    case Type::IQ1_M: dequantize_iq1_m(as<BlockIQ1_M>(src), dst, n); return;
     default: return;
   }
 }

@@ -1,5 +1,6 @@
 // Quantizing a reference file's F32 tensor with latte's quantizer and comparing the bytes with
-// the reference's quantized tensor, block by block (test_quant.cpp, test_kquant_fixtures.cpp).
+// the reference's quantized tensor, block by block (test_quant.cpp, test_kquant_fixtures.cpp), with
+// or without an importance matrix.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -18,14 +19,19 @@ struct BlockComparison {
 };
 
 // Quantizes src (F32, same shape as q) row by row to q's type and compares with q's bytes.
-inline BlockComparison quantize_and_compare(const ggl::TensorInfo& src, const ggl::TensorInfo& q) {
+// importance: nullptr, or an importance matrix entry for the tensor: ne0 weights per matrix (per
+// expert of a 3-D tensor), which row r takes from its matrix r / ne1.
+inline BlockComparison quantize_and_compare(const ggl::TensorInfo& src, const ggl::TensorInfo& q,
+                                            const float* importance = nullptr) {
   const int64_t n = q.ne[0];
   const int64_t rows = q.n_elements() / n;
   const size_t stride = ggl::row_bytes(q.type, n);
   EXPECT_EQ(q.nbytes, stride * rows) << q.name;
   std::vector<uint8_t> mine(stride * rows);
   const auto* x = reinterpret_cast<const float*>(src.data);
-  for (int64_t r = 0; r < rows; ++r) ggl::quantize_row(q.type, x + r * n, mine.data() + r * stride, n);
+  for (int64_t r = 0; r < rows; ++r)
+    ggl::quantize_row(q.type, x + r * n, mine.data() + r * stride, n,
+                      importance ? importance + (r / q.ne[1]) * n : nullptr);
 
   BlockComparison c;
   const size_t block_bytes = ggl::traits(q.type).block_bytes;

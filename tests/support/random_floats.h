@@ -59,10 +59,13 @@ inline QuantizedRows quantized_rows(ggl::Type t, int64_t rows, int64_t n, std::m
   QuantizedRows out{ggl::row_bytes(t, n), {}, std::vector<float>(rows * n)};
   out.bytes.resize(out.stride * rows);
   std::vector<float> src(n);
+  // The types whose quantizer needs an importance matrix get a uniform one.
+  const std::vector<float> importance(static_cast<size_t>(n), 1.0f);
+  const float* weights = ggl::quantizer_requires_importance(t) ? importance.data() : nullptr;
   for (int64_t r = 0; r < rows; ++r) {
     const float scale = 0.02f * static_cast<float>(1 + r % 5), offset = (offset_all || r % 3 == 1) ? 0.05f : 0.0f;
     for (float& v : src) v = normal(rng) * scale + offset;
-    ggl::quantize_row(t, src.data(), out.bytes.data() + r * out.stride, n);
+    ggl::quantize_row(t, src.data(), out.bytes.data() + r * out.stride, n, weights);
     ggl::dequantize_row(t, out.bytes.data() + r * out.stride, out.values.data() + r * n, n);
   }
   return out;

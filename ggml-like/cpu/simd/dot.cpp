@@ -279,6 +279,31 @@ struct Decoder<Type::IQ4_XS> {
   }
 };
 
+// The grid i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M): a sub-block is 4 grid points looked
+// up by index, so it is decoded by the quantizer library's sub-block decoder into a buffer and
+// loaded from there (the values are the dequantizer's exactly, on every set).
+template <class Block, void (*kDecode)(const Block&, int, float*)>
+struct GridDecoder {
+  static constexpr bool kBlocked = true;
+  static constexpr int kChunksPerBlock = kSubBlocks;
+  static constexpr size_t kBlockBytes = sizeof(Block);
+  static void chunk(const uint8_t* p, int sub, Floats* w) {
+    alignas(64) float v[kChunk];
+    kDecode(*reinterpret_cast<const Block*>(p), sub, v);
+    for (int i = 0; i < kVecsPerChunk; ++i) w[i] = Floats::load_aligned(v + i * kLanes);
+  }
+};
+template <>
+struct Decoder<Type::IQ2_XXS> : GridDecoder<BlockIQ2_XXS, quant::decode_iq2_xxs> {};
+template <>
+struct Decoder<Type::IQ2_XS> : GridDecoder<BlockIQ2_XS, quant::decode_iq2_xs> {};
+template <>
+struct Decoder<Type::IQ2_S> : GridDecoder<BlockIQ2_S, quant::decode_iq2_s> {};
+template <>
+struct Decoder<Type::IQ1_S> : GridDecoder<BlockIQ1_S, quant::decode_iq1_s> {};
+template <>
+struct Decoder<Type::IQ1_M> : GridDecoder<BlockIQ1_M, quant::decode_iq1_m> {};
+
 // Q2_K and Q3_K: sub-block s is bits 2 (s % 4) of qs[32 (s / 4) .. + 31].
 inline Ints two_bits(const uint8_t* qs, int sub, int v) {
   GGL_AVX512_UNDEFINED_BEGIN

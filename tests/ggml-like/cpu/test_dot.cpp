@@ -15,9 +15,10 @@ namespace test_dot {
 
 using ggl::Type;
 
-const Type kWeightTypes[] = {Type::F32,  Type::F16,  Type::BF16, Type::Q8_0,   Type::Q4_0,
-                             Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q2_K,   Type::Q3_K,
-                             Type::Q4_K, Type::Q5_K, Type::Q6_K, Type::IQ4_NL, Type::IQ4_XS};
+const Type kWeightTypes[] = {Type::F32,     Type::F16,    Type::BF16,  Type::Q8_0,   Type::Q4_0,
+                             Type::Q4_1,    Type::Q5_0,   Type::Q5_1,  Type::Q2_K,   Type::Q3_K,
+                             Type::Q4_K,    Type::Q5_K,   Type::Q6_K,  Type::IQ4_NL, Type::IQ4_XS,
+                             Type::IQ2_XXS, Type::IQ2_XS, Type::IQ2_S, Type::IQ1_S,  Type::IQ1_M};
 
 // Row lengths that fill whole blocks of t (the super-block types skip 32, 64, 96, ...).
 bool fits(Type t, int64_t n) { return n % ggl::traits(t).block_size == 0; }
@@ -42,8 +43,11 @@ struct Matrix {
     const size_t stride = ggl::row_bytes(t, n);
     data.resize(stride * rows);
     dequant.resize(static_cast<size_t>(rows * n));
+    // The types whose quantizer needs an importance matrix get a uniform one.
+    const std::vector<float> importance(static_cast<size_t>(n), 1.0f);
+    const float* weights = ggl::quantizer_requires_importance(t) ? importance.data() : nullptr;
     for (int64_t r = 0; r < rows; ++r) {
-      ggl::quantize_row(t, src.data() + r * n, data.data() + r * stride, n);
+      ggl::quantize_row(t, src.data() + r * n, data.data() + r * stride, n, weights);
       ggl::dequantize_row(t, data.data() + r * stride, dequant.data() + r * n, n);
     }
   }

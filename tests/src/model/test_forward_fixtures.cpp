@@ -71,6 +71,23 @@ const std::vector<Fixture>& fixtures() {
     kquant("iq4_nl", 0.0167, 0.00151);
     kquant("q5_0", 0.0518, 0.0186);
     kquant("q5_1", 0.0168, 0.00174);
+    // Its i-quant files, quantized with an importance matrix (fixtures/iquant/README.md, its oracle
+    // table, measured on an AVX-512 machine); some hold IQ3 tensors besides their own types.
+    auto iquant = [&f](const char* type, double nrmse, double kl) {
+      const std::string base = std::string("fixtures/iquant/kq-tiny-") + type;
+      f.push_back({std::string("kq-tiny-") + type, base + ".gguf", "fixtures/kquant/kq-tiny.tokens.txt",
+                   base + ".exact-logits.f32", true, nrmse, kl, ""});
+    };
+    iquant("iq1_s", 0.0248, 0.00355);
+    iquant("iq1_m", 0.0252, 0.0035);
+    iquant("iq2_xxs", 0.0232, 0.00295);
+    iquant("iq2_xs", 0.0408, 0.0106);
+    iquant("iq2_s", 0.0239, 0.00329);
+    iquant("iq2_m", 0.0235, 0.00293);
+    iquant("iq3_xxs", 0.0221, 0.00258);
+    iquant("iq3_xs", 0.0233, 0.00312);
+    iquant("iq3_s", 0.0233, 0.0031);
+    iquant("iq3_m", 0.0881, 0.0483);
     f.push_back({"stories260K", "models/stories260K.gguf", "models/stories260K.tokens.txt",
                  "models/stories260K.logits.f32", false, 0, 0, ""});
     f.push_back({"tiny-mla-stories-f32", "models/tiny-mla-stories-f32.gguf", "models/tiny-mla-stories.tokens.txt",
