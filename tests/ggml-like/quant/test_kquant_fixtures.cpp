@@ -71,7 +71,9 @@ void expect_tensors_reproduced(const std::string& quant_name, const latte::conve
     if (!ggl::is_weight_type(q.type)) continue;  // reported above
 
     const std::vector<float>* importance = imatrix ? imatrix->find(q.name) : nullptr;
-    if (importance) ASSERT_EQ(static_cast<int64_t>(importance->size()), q.ne[0] * q.ne[2]);
+    if (importance) {
+      ASSERT_EQ(static_cast<int64_t>(importance->size()), q.ne[0] * q.ne[2]);
+    }
     const latte::testing::BlockComparison c =
         latte::testing::quantize_and_compare(*src, q, importance ? importance->data() : nullptr);
     EXPECT_EQ(c.differing, 0u) << ggl::type_name(q.type) << ": blocks differ; first is block " << c.first << " of "
