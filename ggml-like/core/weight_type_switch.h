@@ -34,6 +34,8 @@ bool with_weight_type(Type t, F&& f) {
     case Type::Q6_K: f(TypeTag<Type::Q6_K>{}); return true;
     case Type::IQ4_NL: f(TypeTag<Type::IQ4_NL>{}); return true;
     case Type::IQ4_XS: f(TypeTag<Type::IQ4_XS>{}); return true;
+    case Type::IQ3_XXS: f(TypeTag<Type::IQ3_XXS>{}); return true;
+    case Type::IQ3_S: f(TypeTag<Type::IQ3_S>{}); return true;
     default: return false;
   }
 }

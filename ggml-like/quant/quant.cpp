@@ -7,6 +7,7 @@
 #include "ggml-like/core/error.h"
 #include "ggml-like/core/fp16.h"
 #include "ggml-like/core/weight_type_switch.h"
+#include "ggml-like/quant/iq3.h"
 
 namespace ggl {
 namespace {
@@ -70,6 +71,8 @@ void quantize_row(Type t, const float* src, void* dst, int64_t n, const float* i
     case Type::Q8_K: quantize_q8_k(src, as<BlockQ8_K>(dst), n); return;
     case Type::IQ4_NL: quantize_iq4_nl(src, as<BlockIQ4_NL>(dst), n, importance); return;
     case Type::IQ4_XS: quantize_iq4_xs(src, as<BlockIQ4_XS>(dst), n, importance); return;
+    case Type::IQ3_XXS: quantize_iq3_xxs(src, as<BlockIQ3_XXS>(dst), n, importance); return;
+    case Type::IQ3_S: quantize_iq3_s(src, as<BlockIQ3_S>(dst), n, importance); return;
     default: return;  // rejected by check_row
   }
 }
@@ -94,6 +97,8 @@ void dequantize_row(Type t, const void* src, float* dst, int64_t n) {
     case Type::Q8_K: dequantize_q8_k(as<BlockQ8_K>(src), dst, n); return;
     case Type::IQ4_NL: dequantize_iq4_nl(as<BlockIQ4_NL>(src), dst, n); return;
     case Type::IQ4_XS: dequantize_iq4_xs(as<BlockIQ4_XS>(src), dst, n); return;
+    case Type::IQ3_XXS: dequantize_iq3_xxs(as<BlockIQ3_XXS>(src), dst, n); return;
+    case Type::IQ3_S: dequantize_iq3_s(as<BlockIQ3_S>(src), dst, n); return;
     default: return;
   }
 }

@@ -1,5 +1,5 @@
 // Row quantization and dequantization for every type latte stores, byte-exact with ggml's
-// quantizers; the block layouts live in legacy.h, kquants.h and iq4.h.
+// quantizers; the block layouts live in legacy.h, kquants.h, iq4.h and iq3.h (included where needed).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -24,13 +24,14 @@ void quantize_row(Type t, const float* src, void* dst, int64_t n, const float* i
 void dequantize_row(Type t, const void* src, float* dst, int64_t n);
 
 // True for the types a model's tensors can have and latte computes with: F32, F16, BF16, Q4_0,
-// Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL, IQ4_XS. Q8_K is not one: it is the activation format
-// of ggml's K-quant dot products, which no model file stores (quantize_row/dequantize_row still
-// handle it).
+// Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL, IQ4_XS, IQ3_XXS, IQ3_S. Q8_K is not one: it is the
+// activation format of ggml's K-quant dot products, which no model file stores
+// (quantize_row/dequantize_row still handle it).
 bool is_weight_type(Type t);
 
 // True where quantize_row's importance changes the result: Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K,
-// IQ4_NL, IQ4_XS (ggml's quantizers that take quant_weights). False for the float types, Q8_0, Q8_K.
+// IQ4_NL, IQ4_XS, IQ3_XXS, IQ3_S (ggml's quantizers that take quant_weights). False for the float
+// types, Q8_0, Q8_K.
 bool quantizer_uses_importance(Type t);
 
 }  // namespace ggl

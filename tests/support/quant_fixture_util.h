@@ -18,14 +18,19 @@ struct BlockComparison {
 };
 
 // Quantizes src (F32, same shape as q) row by row to q's type and compares with q's bytes.
-inline BlockComparison quantize_and_compare(const ggl::TensorInfo& src, const ggl::TensorInfo& q) {
+// importance: nullptr, or an importance matrix's entry for the tensor (ne0 weights per matrix of
+// ne1 rows), which reaches each row's quantizer as `latte quantize --imatrix` passes it.
+inline BlockComparison quantize_and_compare(const ggl::TensorInfo& src, const ggl::TensorInfo& q,
+                                            const float* importance = nullptr) {
   const int64_t n = q.ne[0];
   const int64_t rows = q.n_elements() / n;
   const size_t stride = ggl::row_bytes(q.type, n);
   EXPECT_EQ(q.nbytes, stride * rows) << q.name;
   std::vector<uint8_t> mine(stride * rows);
   const auto* x = reinterpret_cast<const float*>(src.data);
-  for (int64_t r = 0; r < rows; ++r) ggl::quantize_row(q.type, x + r * n, mine.data() + r * stride, n);
+  for (int64_t r = 0; r < rows; ++r)
+    ggl::quantize_row(q.type, x + r * n, mine.data() + r * stride, n,
+                      importance ? importance + (r / q.ne[1]) * n : nullptr);
 
   BlockComparison c;
   const size_t block_bytes = ggl::traits(q.type).block_bytes;
