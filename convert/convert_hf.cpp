@@ -52,6 +52,7 @@ WriteReport convert_hf_checkpoint(const ConvertOptions& opts) {
   for (const PlannedTensor& t : plan.tensors) recipe_tensors.push_back({t.name, t.ne});
   const std::vector<TensorTypeChoice> choices = choose_tensor_types(
       opts.file_type, RecipeModel::from_metadata(md, opts.input_dir), recipe_tensors, RecipeOptions{});
+  check_writable(choices, recipe_tensors, false);
   std::vector<ggl::Type> types;
   std::vector<std::string> type_notices;  // reported after a successful write
   uint64_t total = 0;

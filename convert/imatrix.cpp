@@ -1,5 +1,6 @@
 #include "convert/imatrix.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -128,6 +129,18 @@ ImportanceMatrix ImportanceMatrix::load_gguf(const std::string& path) {
 const std::vector<float>* ImportanceMatrix::find(const std::string& tensor) const {
   const auto it = entries_.find(tensor);
   return it == entries_.end() ? nullptr : &it->second;
+}
+
+void ImportanceMatrix::select(const std::vector<std::string>& include, const std::vector<std::string>& exclude) {
+  if (!include.empty() && !exclude.empty())
+    ggl::fail("--include-weights and --exclude-weights cannot be used together");
+  auto named = [](const std::string& tensor, const std::vector<std::string>& parts) {
+    return std::any_of(parts.begin(), parts.end(),
+                       [&tensor](const std::string& p) { return tensor.find(p) != std::string::npos; });
+  };
+  std::erase_if(entries_, [&](const auto& e) {
+    return (!exclude.empty() && named(e.first, exclude)) || (!include.empty() && !named(e.first, include));
+  });
 }
 
 void ImportanceMatrix::add_metadata(ggl::Metadata& md) const {

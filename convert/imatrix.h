@@ -32,6 +32,11 @@ class ImportanceMatrix {
   const std::map<std::string, std::vector<float>>& entries() const { return entries_; }
   const std::vector<float>* find(const std::string& tensor) const;
 
+  // llama-quantize's --include-weights / --exclude-weights (at most one of the two non-empty):
+  // keeps only the entries whose tensor name contains one of `include`, or drops those whose name
+  // contains one of `exclude`. An importance matrix left with no entries counts as none.
+  void select(const std::vector<std::string>& include, const std::vector<std::string>& exclude);
+
   // The quantize.imatrix.* keys llama.cpp's quantizer records (file, dataset, entries_count,
   // chunks_count; dataset and chunks only when known).
   void add_metadata(ggl::Metadata& md) const;

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <initializer_list>
 #include <numeric>
 
 #include "convert/text.h"
 #include "ggml-like/core/error.h"
+#include "ggml-like/quant/quant.h"
 
 namespace latte::convert {
 namespace {
@@ -31,11 +33,22 @@ enum Ftype : uint32_t {
   kQ5_K_S = 16,
   kQ5_K_M = 17,
   kQ6_K = 18,
+  kIQ2_XXS = 19,
+  kIQ2_XS = 20,
+  kIQ3_XS = 22,
+  kIQ3_XXS = 23,
+  kIQ1_S = 24,
   kIQ4_NL = 25,
+  kIQ3_S = 26,
+  kIQ3_M = 27,
+  kIQ2_S = 28,
+  kIQ2_M = 29,
   kIQ4_XS = 30,
+  kIQ1_M = 31,
   kBF16 = 32,
 };
 
+// clang-format off
 constexpr FileType kFileTypes[] = {
     {"f32", kF32, Type::F32},          {"f16", kF16, Type::F16},        {"bf16", kBF16, Type::BF16},
     {"q8_0", kQ8_0, Type::Q8_0},       {"q4_0", kQ4_0, Type::Q4_0},     {"q4_1", kQ4_1, Type::Q4_1},
@@ -44,12 +57,25 @@ constexpr FileType kFileTypes[] = {
     {"q4_k_s", kQ4_K_S, Type::Q4_K},   {"q4_k_m", kQ4_K_M, Type::Q4_K}, {"q5_k_s", kQ5_K_S, Type::Q5_K},
     {"q5_k_m", kQ5_K_M, Type::Q5_K},   {"q6_k", kQ6_K, Type::Q6_K},     {"iq4_nl", kIQ4_NL, Type::IQ4_NL},
     {"iq4_xs", kIQ4_XS, Type::IQ4_XS},
+    // The i-quant mixes below 4 bits; iq2_s's base is IQ2_XS and iq2_m's IQ2_S, as in llama.cpp.
+    {"iq1_s", kIQ1_S, Type::IQ1_S},
+    {"iq1_m", kIQ1_M, Type::IQ1_M},
+    {"iq2_xxs", kIQ2_XXS, Type::IQ2_XXS},
+    {"iq2_xs", kIQ2_XS, Type::IQ2_XS},
+    {"iq2_s", kIQ2_S, Type::IQ2_XS},
+    {"iq2_m", kIQ2_M, Type::IQ2_S},
+    {"iq3_xxs", kIQ3_XXS, Type::IQ3_XXS},
+    {"iq3_xs", kIQ3_XS, Type::IQ3_S},
+    {"iq3_s", kIQ3_S, Type::IQ3_S},
+    {"iq3_m", kIQ3_M, Type::IQ3_S},
 };
 
 // The tensor types latte writes (for the per-tensor flags).
 constexpr Type kTensorTypes[] = {Type::F32,  Type::F16,  Type::BF16, Type::Q8_0,   Type::Q4_0,
                                  Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q2_K,   Type::Q3_K,
-                                 Type::Q4_K, Type::Q5_K, Type::Q6_K, Type::IQ4_NL, Type::IQ4_XS};
+                                 Type::Q4_K, Type::Q5_K, Type::Q6_K, Type::IQ4_NL, Type::IQ4_XS,
+                                 Type::IQ3_XXS, Type::IQ3_S};
+// clang-format on
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -75,6 +101,13 @@ TensorTypeChoice fallback(const std::string& name, int64_t ne0, Type t) {
   if (fits(t, ne0)) return {t, ""};
   Type fb = Type::F16;
   switch (t) {
+    case Type::IQ1_S:
+    case Type::IQ1_M:
+    case Type::IQ2_XXS:
+    case Type::IQ2_XS:
+    case Type::IQ2_S:
+    case Type::IQ3_XXS:
+    case Type::IQ3_S:
     case Type::Q2_K:
     case Type::Q3_K:
     case Type::IQ4_XS: fb = Type::IQ4_NL; break;
@@ -87,6 +120,13 @@ TensorTypeChoice fallback(const std::string& name, int64_t ne0, Type t) {
   return {fb, fmt::format("{}: rows of {} are not a multiple of {}, stored as {} instead of {}", name, ne0,
                           ggl::traits(t).block_size, ggl::type_name(fb), ggl::type_name(t))};
 }
+
+bool one_of(uint32_t ft, std::initializer_list<uint32_t> fts) {
+  return std::find(fts.begin(), fts.end(), ft) != fts.end();
+}
+
+// The i-quant mixes of 1 and 2 bits, which have their own branch of llama_tensor_get_type.
+bool very_low_bits(uint32_t ft) { return one_of(ft, {kIQ2_XXS, kIQ2_XS, kIQ1_S, kIQ2_S, kIQ2_M, kIQ1_M}); }
 
 // llama_tensor_get_type for the file types latte writes: the mix's choice for one tensor, with
 // the counters it keeps across tensors (visited by layer, then name).
@@ -116,27 +156,83 @@ class Mix {
     if (name == "output.weight" || tied_embedding(name)) {
       if (output_tensor_type) return *output_tensor_type;
       if (!fits(type, t.ne[0])) return Type::Q8_0;
+      if (very_low_bits(ft_) || ft_ == kIQ3_XXS) return Type::Q5_K;
       return type == Type::Q8_0 ? type : Type::Q6_K;
     }
-    if (name == "token_embd.weight") return type;
+    if (name == "token_embd.weight") {
+      if (one_of(ft_, {kIQ2_XXS, kIQ2_XS, kIQ1_S, kIQ1_M})) return Type::Q2_K;
+      if (one_of(ft_, {kIQ2_S, kIQ2_M, kIQ3_XXS})) return Type::IQ3_S;
+      return type;
+    }
+    if (very_low_bits(ft_)) return very_low_bits_pick(name, type);
     if (contains(name, "attn_v.weight")) return attn_v(type);
-    if (contains(name, "attn_k.weight")) return model_.n_expert == 8 ? Type::Q8_0 : type;
-    if (contains(name, "attn_q.weight")) return type;
+    if (contains(name, "attn_k.weight") || contains(name, "attn_q.weight")) {
+      if (model_.n_expert == 8 && contains(name, "attn_k.weight")) return Type::Q8_0;
+      if (ft_ == kIQ3_XS) return Type::IQ3_XXS;
+      if (ft_ == kIQ3_XXS) return Type::IQ2_S;
+      return type;
+    }
     if (contains(name, "ffn_down")) return ffn_down(name, type);
     if (contains(name, "attn_output.weight")) return attn_output(type);
     if (contains(name, "attn_qkv.weight")) {
-      if (ft_ == kQ3_K_M || ft_ == kQ3_K_L) return Type::Q4_K;
+      if (ft_ == kQ3_K_M || ft_ == kQ3_K_L || ft_ == kIQ3_M) return Type::Q4_K;
       if (ft_ == kQ4_K_M) return Type::Q5_K;
       if (ft_ == kQ5_K_M) return Type::Q6_K;
+      return type;
+    }
+    // ffn_gate* and ffn_up*: IQ3_XS takes IQ3_XXS outside the first and last eighth of the layers.
+    const bool gate = contains(name, "ffn_gate");
+    if (gate || contains(name, "ffn_up")) {
+      const int i = layer_index(name, gate ? i_ffn_gate_ : i_ffn_up_);
+      if (ft_ == kIQ3_XS && i >= n_layer_ / 8 && i < 7 * n_layer_ / 8) return Type::IQ3_XXS;
     }
     return type;
   }
 
  private:
+  // The layer of a per-layer tensor (ffn_down, ffn_gate, ffn_up): the count of such tensors seen so
+  // far, or with experts the layer in the name (experts need not be consecutive).
+  int layer_index(const std::string& name, int& counter) const {
+    int i = counter++;
+    if (model_.n_expert > 1) {
+      i = layer_of(name);
+      if (i < 0 || i >= n_layer_) ggl::fail("cannot tell the layer (of {}) of tensor {}", n_layer_, name);
+    }
+    return i;
+  }
+
+  // The 1- and 2-bit mixes keep a few tensors at 2 to 4 bits (their ffn_down counter counts
+  // tensors, experts or not).
+  Type very_low_bits_pick(const std::string& name, Type type) {
+    const bool s_or_m = ft_ == kIQ2_S || ft_ == kIQ2_M;
+    if (contains(name, "attn_v.weight")) {
+      ++i_attention_wv_;
+      if (n_gqa_ >= 4 || model_.n_expert >= 4) return Type::Q4_K;
+      return s_or_m ? Type::IQ3_S : Type::Q2_K;
+    }
+    if (model_.n_expert == 8 && contains(name, "attn_k.weight")) return Type::Q4_K;
+    if (contains(name, "ffn_down")) {
+      if (i_ffn_down_++ < n_layer_ / 8) return s_or_m ? Type::IQ3_S : Type::Q2_K;
+      return type;
+    }
+    if (contains(name, "attn_output.weight")) {
+      if (model_.n_expert == 8) return Type::Q5_K;
+      if (ft_ == kIQ1_S || ft_ == kIQ1_M) return Type::IQ2_XXS;
+      if (s_or_m) return Type::IQ3_S;
+    }
+    return type;
+  }
+
   Type attn_v(Type type) {
     const int i = i_attention_wv_++;
     if (ft_ == kQ2_K)
       type = n_gqa_ >= 4 ? Type::Q4_K : Type::Q3_K;
+    else if (ft_ == kIQ3_XXS)
+      type = n_gqa_ >= 4 ? Type::Q4_K : !has_imatrix_ ? Type::IQ3_S : Type::IQ3_XXS;
+    else if ((ft_ == kIQ3_XS || ft_ == kIQ3_S) && n_gqa_ >= 4)
+      type = Type::Q4_K;
+    else if (ft_ == kIQ3_M)
+      type = Type::Q4_K;
     else if (ft_ == kQ3_K_M)
       type = i < 2 ? Type::Q5_K : Type::Q4_K;
     else if (ft_ == kQ3_K_L)
@@ -154,15 +250,12 @@ class Mix {
   }
 
   Type ffn_down(const std::string& name, Type type) {
-    // With experts, the layer comes from the name (experts need not be consecutive).
-    int i = i_ffn_down_++;
-    if (model_.n_expert > 1) {
-      i = layer_of(name);
-      if (i < 0 || i >= n_layer_) ggl::fail("cannot tell the layer (of {}) of tensor {}", n_layer_, name);
-    }
+    const int i = layer_index(name, i_ffn_down_);
     const int n = n_layer_;
     if (ft_ == kQ2_K) return Type::Q3_K;
+    if (ft_ == kIQ3_XXS && !has_imatrix_) return i < n / 8 ? Type::Q4_K : Type::Q3_K;
     if (ft_ == kQ3_K_M) return i < n / 16 ? Type::Q5_K : Type::Q4_K;
+    if (ft_ == kIQ3_M && (i < n / 8 || (model_.n_expert == 8 && use_more_bits(i, n)))) return Type::Q4_K;
     if (ft_ == kQ3_K_L) return Type::Q5_K;
     if (ft_ == kQ4_K_M) return use_more_bits(i, n) ? Type::Q6_K : type;
     if (i < n / 8 && (ft_ == kIQ4_NL || ft_ == kIQ4_XS) && !has_imatrix_) return Type::Q5_K;
@@ -175,12 +268,15 @@ class Mix {
 
   Type attn_output(Type type) const {
     if (model_.n_expert == 8) {
-      const uint32_t more[] = {kQ2_K, kQ3_K_S, kQ3_K_M, kIQ4_NL, kQ4_K_S, kQ4_K_M, kIQ4_XS};
-      return std::find(std::begin(more), std::end(more), ft_) != std::end(more) ? Type::Q5_K : type;
+      const bool more =
+          one_of(ft_, {kQ2_K, kIQ3_XS, kIQ3_XXS, kQ3_K_S, kQ3_K_M, kIQ4_NL, kQ4_K_S, kQ4_K_M, kIQ3_S, kIQ3_M, kIQ4_XS});
+      return more ? Type::Q5_K : type;
     }
     if (ft_ == kQ2_K) return Type::Q3_K;
+    if (ft_ == kIQ3_XXS) return Type::IQ3_S;
     if (ft_ == kQ3_K_M) return Type::Q4_K;
     if (ft_ == kQ3_K_L) return Type::Q5_K;
+    if (ft_ == kIQ3_M) return Type::Q4_K;
     return type;
   }
 
@@ -190,7 +286,7 @@ class Mix {
   bool has_output_ = false;
   bool is_70b_ = false;
   int n_layer_ = 0, n_gqa_ = 1;
-  int n_attention_wv_ = 0, i_attention_wv_ = 0, i_ffn_down_ = 0;
+  int n_attention_wv_ = 0, i_attention_wv_ = 0, i_ffn_down_ = 0, i_ffn_gate_ = 0, i_ffn_up_ = 0;
 };
 
 // An explicitly requested type must fit: there is no fallback for what the user asked for.
@@ -270,6 +366,24 @@ TensorTypeOverride parse_tensor_type_override(std::string_view spec) {
   }
   o.type = require_tensor_type(spec.substr(eq + 1), "--tensor-type " + std::string(spec) + ": type");
   return o;
+}
+
+void check_writable(const std::vector<TensorTypeChoice>& choices, const std::vector<RecipeTensor>& tensors,
+                    bool has_imatrix) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (!tensors[i].quantize) continue;
+    const Type t = choices[i].type;
+    if (!has_imatrix && needs_importance(t, tensors[i].name))
+      ggl::fail("tensor {}: type {} needs an importance matrix (--imatrix; llama.cpp refuses without one)",
+                tensors[i].name, ggl::type_name(t));
+    if (!ggl::is_weight_type(t))
+      ggl::fail("tensor {}: type {} has no quantizer in this build", tensors[i].name, ggl::type_name(t));
+  }
+}
+
+bool needs_importance(Type t, std::string_view name) {
+  if (t == Type::IQ1_M) return name != "token_embd.weight" && name != "output.weight";
+  return t == Type::IQ1_S || t == Type::IQ2_XXS || t == Type::IQ2_XS || t == Type::IQ2_S;
 }
 
 bool keeps_f32(std::string_view name, const std::vector<int64_t>& ne) {

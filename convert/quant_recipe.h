@@ -4,8 +4,11 @@
 //
 // A file type names a base type for most weights; the K-quant "mixes" (q3_k_m, q4_k_m, ...) give
 // some tensors more bits: output.weight (Q6_K), attn_v in some layers, ffn_down* in the layers
-// use_more_bits picks. Tensors whose rows do not divide into the chosen type's blocks fall back
-// (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K/IQ4_XS -> IQ4_NL, else F16, with a notice).
+// use_more_bits picks; the i-quant mixes (iq1_s ... iq3_m) keep output, token_embd, attn_v,
+// attn_output and a few ffn_down at 2 to 6 bits, and iq3_xs puts the middle layers' ffn_gate / ffn_up
+// in IQ3_XXS. Tensors whose rows do not divide into the chosen type's blocks fall back (Q4_K -> Q5_0,
+// Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K/IQ4_XS and the IQ1-IQ3 types -> IQ4_NL, else F16, with a
+// notice).
 // 1-D tensors and the expert router stay F32.
 //
 // The choices reproduce the reference quantizer that made ../shared/fixtures/kquant (in it,
@@ -93,6 +96,17 @@ struct TensorTypeChoice {
 // per-layer counters depend on. Throws ggl::Error for --pure / explicit types that do not fit.
 std::vector<TensorTypeChoice> choose_tensor_types(const FileType& ft, const RecipeModel& model,
                                                   const std::vector<RecipeTensor>& tensors, const RecipeOptions& opts);
+
+// Refuses, before anything is written, a plan this build cannot write: a chosen type without a
+// quantizer here, or (without an importance matrix) a type needs_importance names. With an
+// importance matrix, tensors it lacks are the writer's to check.
+void check_writable(const std::vector<TensorTypeChoice>& choices, const std::vector<RecipeTensor>& tensors,
+                    bool has_imatrix);
+
+// True where llama.cpp refuses to quantize a tensor to t without an importance matrix entry for
+// it ("the result will be garbage"): IQ1_S, IQ2_XXS, IQ2_XS and IQ2_S, and IQ1_M but for
+// token_embd.weight and output.weight.
+bool needs_importance(ggl::Type t, std::string_view tensor_name);
 
 // True for tensors that always stay F32 (1-D, and the expert router).
 bool keeps_f32(std::string_view name, const std::vector<int64_t>& ne);

@@ -51,6 +51,11 @@ void attach_importance(const ImportanceMatrix& im, const ggl::GgufFile& in, std:
     }
     j.importance = v->data();
   }
+  for (const Job& j : jobs)
+    if (!j.copy && !j.importance && needs_importance(j.type, j.in->name))
+      ggl::fail(
+          "{}: no importance matrix entry for tensor {}, which is {} (llama.cpp refuses to quantize it without one)",
+          im.path(), j.in->name, ggl::type_name(j.type));
   if (missing > 0)
     notice(
         fmt::format("{} quantized tensor(s) have no importance matrix entry (first: {}); they are quantized "
@@ -58,32 +63,43 @@ void attach_importance(const ImportanceMatrix& im, const ggl::GgufFile& in, std:
                     missing, first_missing));
 }
 
-}  // namespace
-
-WriteReport quantize_gguf(const QuantizeOptions& o) {
-  // Notices about the result (fallback types, imatrix coverage) follow a successful write, so that
-  // a failure is a single line.
-  std::vector<std::string> notices;
-  auto notice = [&](std::string_view msg) { notices.emplace_back(msg); };
-
-  ggl::GgufFile in(o.input_path);
+// Every tensor's type and importance, decided before anything is written so that refusals come
+// before any output (quantize_gguf and plan_quantization share it).
+struct Prepared {
   std::optional<ImportanceMatrix> imatrix;
-  if (!o.imatrix_path.empty()) imatrix = ImportanceMatrix::load(o.imatrix_path);
+  std::vector<Job> jobs;
+  std::vector<std::string> notices;  // reported after a successful write
+  WriteReport report;
+  uint64_t total = 0;
+};
 
-  // Decide every tensor's type before writing anything, so refusals happen before any output.
+Prepared prepare(const QuantizeOptions& o, const ggl::GgufFile& in) {
+  Prepared p;
+  auto notice = [&p](std::string_view msg) { p.notices.emplace_back(msg); };
+  if (!o.imatrix_path.empty()) {
+    p.imatrix = ImportanceMatrix::load(o.imatrix_path);
+    // As llama-quantize: an importance matrix whose selection leaves nothing is no importance matrix.
+    p.imatrix->select(o.include_weights, o.exclude_weights);
+    if (p.imatrix->entries().empty()) {
+      notice(fmt::format("{}: --include-weights / --exclude-weights leave no entry; quantizing without it",
+                         o.imatrix_path));
+      p.imatrix.reset();
+    }
+  } else if (!o.include_weights.empty() || !o.exclude_weights.empty()) {
+    ggl::fail("--include-weights / --exclude-weights select importance matrix entries: they need --imatrix");
+  }
+
   std::vector<RecipeTensor> recipe_tensors;
   for (const ggl::TensorInfo& t : in.tensors()) {
     const bool keep = !ggl::is_weight_type(t.type) || (t.name == "output.weight" && o.leave_output_tensor);
     recipe_tensors.push_back({t.name, dims(t), !keep});
   }
   RecipeOptions recipe = o.recipe;
-  recipe.has_imatrix = imatrix.has_value();
+  recipe.has_imatrix = p.imatrix.has_value();
   const std::vector<TensorTypeChoice> choices =
       choose_tensor_types(o.file_type, RecipeModel::from_metadata(in.metadata(), in.path()), recipe_tensors, recipe);
+  check_writable(choices, recipe_tensors, recipe.has_imatrix);
 
-  std::vector<Job> jobs;
-  WriteReport report;
-  uint64_t total = 0;
   for (size_t i = 0; i < in.tensors().size(); ++i) {
     const ggl::TensorInfo& t = in.tensors()[i];
     if (!choices[i].notice.empty()) notice(choices[i].notice);
@@ -92,11 +108,38 @@ WriteReport quantize_gguf(const QuantizeOptions& o) {
     if (!j.copy && ggl::traits(t.type).quantized && !o.allow_requantize)
       ggl::fail("{}: tensor '{}' is already {}; pass --allow-requantize to re-quantize it to {} (quality loss)",
                 o.input_path, t.name, ggl::type_name(t.type), ggl::type_name(j.type));
-    total += ggl::row_bytes(j.type, t.ne[0]) * static_cast<uint64_t>(t.ne[1] * t.ne[2] * t.ne[3]);
-    report.per_type[std::string(ggl::type_name(j.type))]++;
-    jobs.push_back(j);
+    p.total += ggl::row_bytes(j.type, t.ne[0]) * static_cast<uint64_t>(t.ne[1] * t.ne[2] * t.ne[3]);
+    p.report.per_type[std::string(ggl::type_name(j.type))]++;
+    p.jobs.push_back(j);
   }
-  if (imatrix) attach_importance(*imatrix, in, jobs, notice);
+  if (p.imatrix) attach_importance(*p.imatrix, in, p.jobs, notice);
+  p.report.n_tensors = p.jobs.size();
+  p.report.bytes = p.total;
+  return p;
+}
+
+}  // namespace
+
+std::vector<PlannedQuantTensor> plan_quantization(const QuantizeOptions& o) {
+  const ggl::GgufFile in(o.input_path);
+  const Prepared p = prepare(o, in);
+  std::vector<PlannedQuantTensor> plan;
+  for (const Job& j : p.jobs)
+    plan.push_back(
+        {j.in->name, dims(*j.in), j.in->type, j.type, j.in->nbytes,
+         ggl::row_bytes(j.type, j.in->ne[0]) * static_cast<uint64_t>(j.in->ne[1] * j.in->ne[2] * j.in->ne[3]),
+         j.importance != nullptr && ggl::quantizer_uses_importance(j.type)});
+  for (const std::string& n : p.notices) convert::report_notice(o.on_notice, "latte quantize", n);
+  return plan;
+}
+
+WriteReport quantize_gguf(const QuantizeOptions& o) {
+  ggl::GgufFile in(o.input_path);
+  Prepared prepared = prepare(o, in);
+  const std::optional<ImportanceMatrix>& imatrix = prepared.imatrix;
+  const std::vector<Job>& jobs = prepared.jobs;
+  WriteReport& report = prepared.report;
+  const uint64_t total = prepared.total;
 
   ggl::GgufWriter writer(static_cast<uint32_t>(in.alignment()));
   ggl::Metadata& md = writer.metadata();
@@ -134,10 +177,8 @@ WriteReport quantize_gguf(const QuantizeOptions& o) {
   }
   writer.write(o.output_path);
   progress.finish();
-  for (const std::string& n : notices) convert::report_notice(o.on_notice, "latte quantize", n);
+  for (const std::string& n : prepared.notices) convert::report_notice(o.on_notice, "latte quantize", n);
 
-  report.n_tensors = jobs.size();
-  report.bytes = total;
   report.seconds = progress.elapsed_seconds();
   report.peak_rss = peak_rss_bytes();
   return report;

@@ -15,7 +15,8 @@ using TypeTag = std::integral_constant<Type, T>;
 
 // Calls f(TypeTag<t>{}) and returns true where t is one of the weight types (the types a weight
 // tensor may have: F32, F16, BF16, the legacy 32-value quants, the K-quants, IQ4_NL, IQ4_XS and
-// the i-quants IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S); returns false for any other type (Q8_K, the integer types, F64).
+// the i-quants IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S); returns false for any other
+// type (Q8_K, the integer types, F64).
 template <class F>
 bool with_weight_type(Type t, F&& f) {
   switch (t) {
@@ -39,6 +40,8 @@ bool with_weight_type(Type t, F&& f) {
     case Type::IQ2_S: f(TypeTag<Type::IQ2_S>{}); return true;
     case Type::IQ1_S: f(TypeTag<Type::IQ1_S>{}); return true;
     case Type::IQ1_M: f(TypeTag<Type::IQ1_M>{}); return true;
+    case Type::IQ3_XXS: f(TypeTag<Type::IQ3_XXS>{}); return true;
+    case Type::IQ3_S: f(TypeTag<Type::IQ3_S>{}); return true;
     default: return false;
   }
 }

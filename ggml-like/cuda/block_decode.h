@@ -17,6 +17,7 @@
 #include "ggml-like/core/host_device.h"
 #include "ggml-like/core/weight_type_switch.h"
 #include "ggml-like/quant/iq_grids.h"
+#include "ggml-like/quant/iq3_grids.h"
 
 namespace ggl::blocks {
 
@@ -337,6 +338,60 @@ struct Decoder<Type::IQ1_M> {
     const float dl = half_to_float(bits) * static_cast<float>(2 * ((word >> (6 * (sub & 1) + 3 * (l >> 1))) & 7) + 1);
     const uint32_t qh = b[32 + 2 * sub + (l >> 1)] >> (4 * (l & 1));
     iq1_group(iq1s_point(b[g] | ((qh & 7) << 8)), dl, qh & 8 ? -kIq1Delta : kIq1Delta, v);
+  }
+};
+
+// The IQ3 grids' codes in device memory (the same list as the host's kIq3XxsGrid / kIq3SGrid).
+#if defined(__CUDACC__)
+static __device__ const uint16_t kIq3XxsGridDevice[kIq3XxsGridPoints] = {GGL_IQ3_XXS_GRID_CODES};
+static __device__ const uint16_t kIq3SGridDevice[kIq3SGridPoints] = {GGL_IQ3_S_GRID_CODES};
+#endif
+GGL_HD uint32_t iq3_xxs_code(int p) {
+#if defined(__CUDA_ARCH__)
+  return kIq3XxsGridDevice[p];
+#else
+  return kIq3XxsGrid[p];
+#endif
+}
+GGL_HD uint32_t iq3_s_code(int p) {
+#if defined(__CUDA_ARCH__)
+  return kIq3SGridDevice[p];
+#else
+  return kIq3SGrid[p];
+#endif
+}
+// Group g of an IQ3 super-block is points 2 (g % 4) and 2 (g % 4) + 1 of sub-block g / 4.
+// IQ3_XXS: d, qs[64] (8 points per sub-block), then per sub-block a word of 4 x 7 sign bits and a
+// 4-bit scale.
+template <>
+struct Decoder<Type::IQ3_XXS> {
+  static constexpr int kValues = 256, kBytes = 98;
+  static GGL_HD void group(const uint8_t* b, int g, float* v) {
+    const int s = g >> 2, l = g & 3;
+    const uint32_t word = load_u32(b + 2 + 64 + 4 * s);
+    const float db = load_half(b) * (0.5f + static_cast<float>(word >> 28)) * 0.5f;
+    const uint32_t signs = iq3_signs(word >> (7 * l));
+    for (int j = 0; j < kGroup; ++j) {
+      const uint32_t code = iq3_xxs_code(b[2 + 8 * s + 2 * l + j / 4]);
+      const float m = db * static_cast<float>(iq3_xxs_value(iq3_level(code, j & 3)));
+      v[j] = (signs >> j) & 1 ? -m : m;
+    }
+  }
+};
+// IQ3_S: d, qs[64] (low 8 bits of the points), qh[8] (their ninth bits), signs[32], scales[4].
+template <>
+struct Decoder<Type::IQ3_S> {
+  static constexpr int kValues = 256, kBytes = 110;
+  static GGL_HD void group(const uint8_t* b, int g, float* v) {
+    const int s = g >> 2, l = g & 3;
+    const float db = load_half(b) * static_cast<float>(1 + 2 * ((b[106 + s / 2] >> (4 * (s % 2))) & 0x0f));
+    const uint32_t signs = b[74 + 4 * s + l];
+    for (int j = 0; j < kGroup; ++j) {
+      const int k = 2 * l + j / 4;
+      const uint32_t code = iq3_s_code(b[2 + 8 * s + k] | (((b[66 + s] >> k) & 1) << 8));
+      const float m = db * static_cast<float>(iq3_s_value(iq3_level(code, j & 3)));
+      v[j] = (signs >> j) & 1 ? -m : m;
+    }
   }
 };
 

@@ -7,6 +7,7 @@
 #include "ggml-like/core/error.h"
 #include "ggml-like/core/fp16.h"
 #include "ggml-like/core/weight_type_switch.h"
+#include "ggml-like/quant/iq3.h"
 
 namespace ggl {
 namespace {
@@ -81,6 +82,8 @@ void quantize_row(Type t, const float* src, void* dst, int64_t n, const float* i
     case Type::IQ2_S: quantize_iq2_s(src, as<BlockIQ2_S>(dst), n, importance); return;
     case Type::IQ1_S: quantize_iq1_s(src, as<BlockIQ1_S>(dst), n, importance); return;
     case Type::IQ1_M: quantize_iq1_m(src, as<BlockIQ1_M>(dst), n, importance); return;
+    case Type::IQ3_XXS: quantize_iq3_xxs(src, as<BlockIQ3_XXS>(dst), n, importance); return;
+    case Type::IQ3_S: quantize_iq3_s(src, as<BlockIQ3_S>(dst), n, importance); return;
     default: return;  // rejected by check_row
   }
 }
@@ -110,6 +113,8 @@ void dequantize_row(Type t, const void* src, float* dst, int64_t n) {
     case Type::IQ2_S: dequantize_iq2_s(as<BlockIQ2_S>(src), dst, n); return;
     case Type::IQ1_S: dequantize_iq1_s(as<BlockIQ1_S>(src), dst, n); return;
     case Type::IQ1_M: dequantize_iq1_m(as<BlockIQ1_M>(src), dst, n); return;
+    case Type::IQ3_XXS: dequantize_iq3_xxs(as<BlockIQ3_XXS>(src), dst, n); return;
+    case Type::IQ3_S: dequantize_iq3_s(as<BlockIQ3_S>(src), dst, n); return;
     default: return;
   }
 }

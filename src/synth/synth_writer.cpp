@@ -53,6 +53,7 @@ SynthReport write_synthetic_model(const SynthOptions& opts) {
   recipe.pure = opts.pure;
   const std::vector<convert::TensorTypeChoice> choices = convert::choose_tensor_types(
       opts.file_type, convert::RecipeModel::from_metadata(md, "synth"), recipe_tensors, recipe);
+  convert::check_writable(choices, recipe_tensors, false);
   std::vector<ggl::Type> types;
   std::vector<std::string> type_notices;  // reported after a successful write
   uint64_t total = 0;

@@ -72,6 +72,35 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, KquantFixtureTypes,
                          ::testing::Values("q2_k", "q3_k_m", "q4_k_s", "q4_k_m", "q5_k_m", "q6_k", "iq4_xs", "iq4_nl",
                                            "q5_0", "q5_1"));
 
+// The same for llama.cpp's i-quant files below 4 bits (fixtures/iquant), made with an importance
+// matrix: the plan needs only the types' names and block sizes, so it is checked whether or not
+// this build quantizes them.
+class IquantFixtureTypes : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(IquantFixtureTypes, EveryTensorGetsTheReferenceType) {
+  const std::string type = GetParam();
+  const std::string f32 = std::string(kKquantDir) + "/kq-tiny-f32.gguf";
+  const std::string ref_path = "fixtures/iquant/kq-tiny-" + type + ".gguf";
+  LATTE_REQUIRE_SHARED(f32);
+  LATTE_REQUIRE_SHARED(ref_path);
+  const ggl::GgufFile in((shared_dir() / f32).string()), ref((shared_dir() / ref_path).string());
+  const RecipeModel model = RecipeModel::from_metadata(in.metadata(), in.path());
+  const std::vector<RecipeTensor> ts = tensors_of(in);
+  RecipeOptions o;
+  o.has_imatrix = true;
+  const auto got = choose(type, model, ts, o);
+  ASSERT_EQ(ref.tensors().size(), ts.size());
+  for (const ggl::TensorInfo& t : ref.tensors()) {
+    ASSERT_TRUE(got.count(t.name)) << t.name;
+    EXPECT_EQ(ggl::type_name(got.at(t.name)), ggl::type_name(t.type)) << type << ": " << t.name;
+  }
+  EXPECT_EQ(find_file_type(type)->id, ref.metadata().get<uint32_t>("general.file_type"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, IquantFixtureTypes,
+                         ::testing::Values("iq1_s", "iq1_m", "iq2_xxs", "iq2_xs", "iq2_s", "iq2_m", "iq3_xxs", "iq3_xs",
+                                           "iq3_s", "iq3_m"));
+
 // A Llama-shaped model: n_layer layers of attn_q/k/v/output and ffn_gate/up/down (rows of 4096 or
 // 11008), norms, embeddings, optionally without output.weight (tied embeddings).
 std::vector<RecipeTensor> llama_tensors(int n_layer, bool with_output, int64_t n_ff = 11008) {
@@ -272,9 +301,11 @@ TEST(QuantRecipe, ChoicesDoNotDependOnTheFileOrder) {
 
 TEST(QuantRecipe, FileTypeNames) {
   const std::map<std::string, uint32_t> ids = {
-      {"f32", 0},     {"f16", 1},     {"q4_0", 2},    {"q4_1", 3},    {"q8_0", 7},    {"q5_0", 8},    {"q5_1", 9},
-      {"q2_k", 10},   {"q3_k_s", 11}, {"q3_k_m", 12}, {"q3_k_l", 13}, {"q4_k_s", 14}, {"q4_k_m", 15}, {"q5_k_s", 16},
-      {"q5_k_m", 17}, {"q6_k", 18},   {"iq4_nl", 25}, {"iq4_xs", 30}, {"bf16", 32}};
+      {"f32", 0},     {"f16", 1},      {"q4_0", 2},    {"q4_1", 3},    {"q8_0", 7},     {"q5_0", 8},
+      {"q5_1", 9},    {"q2_k", 10},    {"q3_k_s", 11}, {"q3_k_m", 12}, {"q3_k_l", 13},  {"q4_k_s", 14},
+      {"q4_k_m", 15}, {"q5_k_s", 16},  {"q5_k_m", 17}, {"q6_k", 18},   {"iq4_nl", 25},  {"iq4_xs", 30},
+      {"bf16", 32},   {"iq2_xxs", 19}, {"iq2_xs", 20}, {"iq3_xs", 22}, {"iq3_xxs", 23}, {"iq1_s", 24},
+      {"iq3_s", 26},  {"iq3_m", 27},   {"iq2_s", 28},  {"iq2_m", 29},  {"iq1_m", 31}};
   for (const auto& [name, id] : ids) {
     ASSERT_TRUE(find_file_type(name)) << name;
     EXPECT_EQ(find_file_type(name)->id, id) << name;
@@ -282,7 +313,7 @@ TEST(QuantRecipe, FileTypeNames) {
     for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     EXPECT_TRUE(find_file_type(upper)) << upper;
   }
-  for (const char* bad : {"q4_k", "q5_k", "iq2_xxs", "", "q4_k_m "}) EXPECT_FALSE(find_file_type(bad)) << bad;
+  for (const char* bad : {"q4_k", "q5_k", "iq3_k", "tq1_0", "", "q4_k_m "}) EXPECT_FALSE(find_file_type(bad)) << bad;
 }
 
 // DeepSeek's MLA tensors: attn_kv_b (and the k_b/v_b split) get the base type in every mix, the

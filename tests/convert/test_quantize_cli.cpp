@@ -1,8 +1,10 @@
 // `latte quantize` through the binary: the reference quantizer's known answers byte for byte,
 // metadata kept, the per-tensor options, the refusals.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 
 #include "ggml-like/gguf/gguf.h"
 #include "ggml-like/quant/quant.h"
@@ -96,6 +98,36 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, QuantizeKquant,
                                            std::pair{"q4_k_m", 15u}, std::pair{"q5_k_m", 17u}, std::pair{"q6_k", 18u},
                                            std::pair{"iq4_xs", 30u}, std::pair{"iq4_nl", 25u}, std::pair{"q5_0", 8u},
                                            std::pair{"q5_1", 9u}),
+                         [](const auto& info) { return std::string(info.param.first); });
+
+// Known answer 1 of fixtures/iquant: the ten i-quant file types below 4 bits, quantized with the
+// importance matrix they were made with. A file holding a type this build has no quantizer for is
+// skipped, naming the type.
+class QuantizeIquant : public ::testing::TestWithParam<std::pair<const char*, uint32_t>> {};
+
+TEST_P(QuantizeIquant, ReproducesTheReferenceFileTensorForTensor) {
+  const auto [type, file_type] = GetParam();
+  const std::string input = "fixtures/kquant/kq-tiny-f32.gguf";
+  const std::string imatrix = "fixtures/iquant/kq-tiny.imatrix.dat";
+  const std::string reference = std::string("fixtures/iquant/kq-tiny-") + type + ".gguf";
+  LATTE_REQUIRE_SHARED(input);
+  LATTE_REQUIRE_SHARED(imatrix);
+  LATTE_REQUIRE_SHARED(reference);
+  std::set<std::string> missing;
+  const ggl::GgufFile ref((shared_dir() / reference).string());
+  for (const ggl::TensorInfo& t : ref.tensors())
+    if (!ggl::is_weight_type(t.type)) missing.insert(std::string(ggl::type_name(t.type)));
+  std::string names;
+  for (const std::string& m : missing) names += (names.empty() ? "" : ", ") + m;
+  if (!names.empty()) GTEST_SKIP() << reference << " holds tensors of " << names << ": no quantizer here";
+  expect_known_answer(input, type, reference, file_type, "--imatrix " + q(shared_dir() / imatrix));
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, QuantizeIquant,
+                         ::testing::Values(std::pair{"iq1_s", 24u}, std::pair{"iq1_m", 31u}, std::pair{"iq2_xxs", 19u},
+                                           std::pair{"iq2_xs", 20u}, std::pair{"iq2_s", 28u}, std::pair{"iq2_m", 29u},
+                                           std::pair{"iq3_xxs", 23u}, std::pair{"iq3_xs", 22u}, std::pair{"iq3_s", 26u},
+                                           std::pair{"iq3_m", 27u}),
                          [](const auto& info) { return std::string(info.param.first); });
 
 TEST(QuantizeCli, TensorRules) {
@@ -202,7 +234,13 @@ TEST(QuantizeCli, ErrorsAreOneLineAndLeaveNoFile) {
   std::ofstream(bad) << "GGUF but not really";
   for (const Case& c :
        {Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q5_k", "TYPE 'q5_k' is not one of"},
-        Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " iq2_xxs", "TYPE 'iq2_xxs' is not one of"},
+        Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " tq1_0", "TYPE 'tq1_0' is not one of"},
+        Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " iq2_xxs",
+             "type iq2_xxs needs an importance matrix (--imatrix"},
+        Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q4_k_m --include-weights attn",
+             "--include-weights / --exclude-weights select importance matrix entries: they need --imatrix"},
+        Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q4_k_m --tensor-type-file " + q(dir / "none.txt"),
+             "none.txt"},
         Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q4_k_m --tensor-type attn=q9_k",
              "--tensor-type attn=q9_k: type 'q9_k' is not one of"},
         Case{q(shared_dir() / kF32) + " " + q(dir / "o.gguf") + " q4_k_m --tensor-type attn",
@@ -220,6 +258,105 @@ TEST(QuantizeCli, ErrorsAreOneLineAndLeaveNoFile) {
     EXPECT_NE(r.out.find(c.expected), std::string::npos) << r.out;
     EXPECT_FALSE(fs::exists(dir / "o.gguf"));
   }
+}
+
+// --dry-run: the plan of every tensor and the total, the same choices and refusals as a real run,
+// and no output file; --include-weights / --exclude-weights choose the tensors the importance
+// matrix reaches; --tensor-type-file's specs take that flag's place among the --tensor-type flags.
+class QuantizeDryRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LATTE_REQUIRE_SHARED(kTiny);
+    LATTE_REQUIRE_SHARED(kImatrix);
+    dir_ = fresh_dir("dryrun");
+  }
+  // The plan's line for tensor `name` (its text after the name), or "" when there is none.
+  static std::string line_of(const std::string& out, const std::string& name) {
+    const size_t at = out.find(" " + name + " ");
+    if (at == std::string::npos) return "";
+    const size_t end = out.find('\n', at);
+    return out.substr(at + name.size() + 2, end - at - name.size() - 2);
+  }
+  latte::testing::CommandResult dry_run(const std::string& type, const std::string& flags) {
+    return run_latte("quantize " + q(shared_dir() / kTiny) + " " + q(dir_ / "o.gguf") + " " + type + " --dry-run " +
+                     flags);
+  }
+  std::string imatrix() const { return "--imatrix " + q(shared_dir() / kImatrix); }
+
+  static constexpr const char* kTiny = "fixtures/kquant/kq-tiny-f32.gguf";
+  static constexpr const char* kImatrix = "fixtures/iquant/kq-tiny.imatrix.dat";
+  fs::path dir_;
+};
+
+TEST_F(QuantizeDryRun, PrintsThePlanAndTheTotalAndWritesNothing) {
+  const auto r = dry_run("iq3_xxs", imatrix());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "o.gguf"));
+  // The reference file's types, with the importance matrix where it has an entry.
+  const ggl::GgufFile ref((shared_dir() / "fixtures/iquant/kq-tiny-iq3_xxs.gguf").string());
+  const ggl::GgufFile in((shared_dir() / kTiny).string());
+  uint64_t total = 0, total_in = 0;
+  for (const ggl::TensorInfo& t : in.tensors()) total_in += t.nbytes;
+  for (const ggl::TensorInfo& t : ref.tensors()) {
+    const std::string line = line_of(r.out, t.name);
+    EXPECT_NE(line.find("f32 -> " + std::string(ggl::type_name(t.type))), std::string::npos) << t.name << ": " << line;
+    total += t.nbytes;
+  }
+  EXPECT_NE(line_of(r.out, "blk.1.ffn_up_exps.weight").find("[256, 256, 4] f32 -> iq3_xxs (imatrix), 1.00 MiB ->"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(line_of(r.out, "token_embd.weight").find("(imatrix)"), std::string::npos) << r.out;  // no entry
+  EXPECT_NE(r.out.find(fmt::format("{} tensors, {:.2f} MiB -> {:.2f} MiB of tensor data; nothing written",
+                                   ref.tensors().size(), static_cast<double>(total_in) / (1 << 20),
+                                   static_cast<double>(total) / (1 << 20))),
+            std::string::npos)
+      << r.out;
+  // A plan the real run would refuse is refused here too.
+  const auto pure = dry_run("iq3_xxs", imatrix() + " --pure");
+  EXPECT_EQ(pure.exit_code, 1) << pure.out;
+  EXPECT_NE(pure.out.find("--pure forbids"), std::string::npos) << pure.out;
+}
+
+TEST_F(QuantizeDryRun, IncludeAndExcludeWeightsChooseWhereTheImportanceMatrixApplies) {
+  auto r = dry_run("iq3_s", imatrix() + " --exclude-weights ffn_ --exclude-weights attn_q_a");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(line_of(r.out, "blk.1.ffn_down_exps.weight").find("(imatrix)"), std::string::npos) << r.out;
+  EXPECT_EQ(line_of(r.out, "blk.0.attn_q_a.weight").find("(imatrix)"), std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "blk.0.attn_kv_b.weight").find("(imatrix)"), std::string::npos) << r.out;
+
+  r = dry_run("iq3_s", imatrix() + " --include-weights attn_kv_b");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(line_of(r.out, "blk.1.attn_kv_b.weight").find("(imatrix)"), std::string::npos) << r.out;
+  EXPECT_EQ(line_of(r.out, "blk.1.attn_output.weight").find("(imatrix)"), std::string::npos) << r.out;
+
+  // A selection that leaves nothing is no importance matrix: iq3_xxs's ffn_down then takes Q3_K.
+  r = dry_run("iq3_xxs", imatrix() + " --include-weights no_such_tensor");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(line_of(r.out, "blk.1.ffn_down_exps.weight").find("f32 -> q3_K,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("leave no entry"), std::string::npos) << r.out;
+
+  r = dry_run("iq3_s", imatrix() + " --include-weights attn --exclude-weights ffn");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("cannot be used together"), std::string::npos) << r.out;
+}
+
+TEST_F(QuantizeDryRun, TensorTypeFileTakesItsPlaceAmongTheTensorTypeFlags) {
+  std::ofstream(dir_ / "types.txt") << "attn_kv_b=q6_k ffn_down=q8_0\nblk\\.1\\.ffn_up=q5_0\n";
+  const std::string file = " --tensor-type-file " + q(dir_ / "types.txt");
+  auto r = dry_run("q4_k_m", file);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(line_of(r.out, "blk.0.attn_kv_b.weight").find("-> q6_K,"), std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "blk.1.ffn_down_exps.weight").find("-> q8_0,"), std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "blk.1.ffn_up_shexp.weight").find("-> q5_0,"), std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "blk.0.ffn_up.weight").find("-> q4_K,"), std::string::npos) << r.out;
+  // The first match wins, in command-line order.
+  r = dry_run("q4_k_m", "--tensor-type attn=q5_1" + file);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(line_of(r.out, "blk.0.attn_kv_b.weight").find("-> q5_1,"), std::string::npos) << r.out;
+  r = dry_run("q4_k_m", file + " --tensor-type attn=q5_1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(line_of(r.out, "blk.0.attn_kv_b.weight").find("-> q6_K,"), std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "blk.0.attn_output.weight").find("-> q5_1,"), std::string::npos) << r.out;
 }
 
 // A K-quant file cut short: the GGUF reader refuses it before anything is written.

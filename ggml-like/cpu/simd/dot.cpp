@@ -15,6 +15,7 @@
 #include "ggml-like/core/error.h"
 #include "ggml-like/core/fp16.h"
 #include "ggml-like/core/weight_type_switch.h"
+#include "ggml-like/quant/iq3.h"
 #include "ggml-like/quant/quant.h"
 
 #include "ggml-like/cpu/arch/arm/neon/dot_lanes.h"
@@ -303,6 +304,57 @@ template <>
 struct Decoder<Type::IQ1_S> : GridDecoder<BlockIQ1_S, quant::decode_iq1_s> {};
 template <>
 struct Decoder<Type::IQ1_M> : GridDecoder<BlockIQ1_M, quant::decode_iq1_m> {};
+// IQ3_XXS and IQ3_S: each group of 4 values is a grid point's magnitudes (a table of the points'
+// values as bytes, made at compile time from the grid codes) with 4 sign bits; a sub-block's 32
+// signed magnitudes go through bytes, then one scale.
+template <int kPoints, int (*kValue)(int)>
+inline constexpr auto kIq3Magnitudes = [] {
+  std::array<std::array<int8_t, 4>, kPoints> v{};
+  const uint16_t* codes = kPoints == kIq3XxsGridPoints ? kIq3XxsGrid : kIq3SGrid;
+  for (int p = 0; p < kPoints; ++p)
+    for (int i = 0; i < 4; ++i) v[p][i] = static_cast<int8_t>(kValue(iq3_level(codes[p], i)));
+  return v;
+}();
+// Group k's 4 values: point's magnitudes, negated where bit i of signs is set.
+inline void signed_group(const std::array<int8_t, 4>& magnitudes, uint32_t signs, int8_t* q) {
+  for (int i = 0; i < 4; ++i) q[i] = static_cast<int8_t>((signs >> i) & 1 ? -magnitudes[i] : magnitudes[i]);
+}
+inline void scale_bytes(const int8_t* q, float scale, Floats* w) {
+  const Floats s(scale);
+  for (int v = 0; v < kVecsPerChunk; ++v) w[v] = to_floats(widen_s8(q + v * kLanes)) * s;
+}
+
+template <>
+struct Decoder<Type::IQ3_XXS> {
+  static constexpr bool kBlocked = true;
+  static constexpr int kChunksPerBlock = kSubBlocks;
+  static constexpr size_t kBlockBytes = sizeof(BlockIQ3_XXS);
+  static void chunk(const uint8_t* p, int sub, Floats* w) {
+    const auto& b = *reinterpret_cast<const BlockIQ3_XXS*>(p);
+    const uint32_t word = quant::scale_signs_iq3_xxs(b, sub);
+    alignas(64) int8_t q[kChunk];
+    for (int k = 0; k < kChunk / 4; ++k)
+      signed_group(kIq3Magnitudes<kIq3XxsGridPoints, iq3_xxs_value>[b.qs[8 * sub + k]],
+                   iq3_signs(word >> (7 * (k / 2))) >> (4 * (k % 2)), q + 4 * k);
+    scale_bytes(q, fp16_to_f32(b.d) * (0.5f + static_cast<float>(word >> 28)) * 0.5f, w);
+  }
+};
+
+template <>
+struct Decoder<Type::IQ3_S> {
+  static constexpr bool kBlocked = true;
+  static constexpr int kChunksPerBlock = kSubBlocks;
+  static constexpr size_t kBlockBytes = sizeof(BlockIQ3_S);
+  static void chunk(const uint8_t* p, int sub, Floats* w) {
+    const auto& b = *reinterpret_cast<const BlockIQ3_S*>(p);
+    alignas(64) int8_t q[kChunk];
+    for (int k = 0; k < kChunk / 4; ++k)
+      signed_group(kIq3Magnitudes<kIq3SGridPoints, iq3_s_value>[quant::point_iq3_s(b, sub, k)],
+                   static_cast<uint32_t>(b.signs[4 * sub + k / 2]) >> (4 * (k % 2)), q + 4 * k);
+    const int ls = (b.scales[sub / 2] >> (4 * (sub % 2))) & 0x0f;
+    scale_bytes(q, fp16_to_f32(b.d) * static_cast<float>(1 + 2 * ls), w);
+  }
+};
 
 // Q2_K and Q3_K: sub-block s is bits 2 (s % 4) of qs[32 (s / 4) .. + 31].
 inline Ints two_bits(const uint8_t* qs, int sub, int v) {

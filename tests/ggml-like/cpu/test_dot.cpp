@@ -15,10 +15,10 @@ namespace test_dot {
 
 using ggl::Type;
 
-const Type kWeightTypes[] = {Type::F32,     Type::F16,    Type::BF16,  Type::Q8_0,   Type::Q4_0,
-                             Type::Q4_1,    Type::Q5_0,   Type::Q5_1,  Type::Q2_K,   Type::Q3_K,
-                             Type::Q4_K,    Type::Q5_K,   Type::Q6_K,  Type::IQ4_NL, Type::IQ4_XS,
-                             Type::IQ2_XXS, Type::IQ2_XS, Type::IQ2_S, Type::IQ1_S,  Type::IQ1_M};
+const Type kWeightTypes[] = {Type::F32,   Type::F16,    Type::BF16,    Type::Q8_0,    Type::Q4_0,   Type::Q4_1,
+                             Type::Q5_0,  Type::Q5_1,   Type::Q2_K,    Type::Q3_K,    Type::Q4_K,   Type::Q5_K,
+                             Type::Q6_K,  Type::IQ4_NL, Type::IQ4_XS,  Type::IQ2_XXS, Type::IQ2_XS, Type::IQ2_S,
+                             Type::IQ1_S, Type::IQ1_M,  Type::IQ3_XXS, Type::IQ3_S};
 
 // Row lengths that fill whole blocks of t (the super-block types skip 32, 64, 96, ...).
 bool fits(Type t, int64_t n) { return n % ggl::traits(t).block_size == 0; }

@@ -37,7 +37,19 @@ struct Fixture {
   // file whose distance to `reference` gives it.
   double oracle_nrmse = 0, oracle_mean_kl = 0;
   std::string oracle_logits;
+  // Positions where the reference's MoE routing is a near-tie (expert scores closer than float32
+  // evaluation orders move them): there latte and the reference may choose different experts and
+  // the logits then follow other weights. They are left out of the metrics, and with an f32 cache
+  // the test checks that latte's routing there is indeed that close to another choice
+  // (kNearTieMargin; the other caches move the router's input by more than that).
+  std::vector<size_t> near_tie_positions = {};
 };
+
+// The router logit change (max norm) within which a listed near-tie's choice must flip, with an f32
+// cache: latte's F32 logits differ from the reference's by about 1e-4 relative on the fixtures
+// (known answer 2), and the router's logits are of order 1; the margins measured are 1e-5 to
+// 1.6e-4 depending on the MLA form, schedule and kernel set.
+constexpr double kNearTieMargin = 1e-3;
 
 const std::vector<Fixture>& fixtures() {
   static const std::vector<Fixture> all = [] {
@@ -71,8 +83,8 @@ const std::vector<Fixture>& fixtures() {
     kquant("iq4_nl", 0.0167, 0.00151);
     kquant("q5_0", 0.0518, 0.0186);
     kquant("q5_1", 0.0168, 0.00174);
-    // Its i-quant files, quantized with an importance matrix (fixtures/iquant/README.md, its oracle
-    // table, measured on an AVX-512 machine); some hold IQ3 tensors besides their own types.
+    // llama.cpp's IQ1-IQ3 files of the same model, made with an importance matrix
+    // (fixtures/iquant/README.md, its oracle table).
     auto iquant = [&f](const char* type, double nrmse, double kl) {
       const std::string base = std::string("fixtures/iquant/kq-tiny-") + type;
       f.push_back({std::string("kq-tiny-") + type, base + ".gguf", "fixtures/kquant/kq-tiny.tokens.txt",
@@ -87,6 +99,10 @@ const std::vector<Fixture>& fixtures() {
     iquant("iq3_xxs", 0.0221, 0.00258);
     iquant("iq3_xs", 0.0233, 0.00312);
     iquant("iq3_s", 0.0233, 0.0031);
+    // Position 1's second and third experts score 0.8181878 and 0.8181932 (sigmoid plus bias): a
+    // router logit change of about 2e-5 swaps them, below the 1e-4 level at which latte's F32
+    // logits differ from the reference's on these files; the reference chose the other one.
+    f.back().near_tie_positions = {1};
     iquant("iq3_m", 0.0881, 0.0483);
     f.push_back({"stories260K", "models/stories260K.gguf", "models/stories260K.tokens.txt",
                  "models/stories260K.logits.f32", false, 0, 0, ""});
@@ -406,6 +422,32 @@ void expect_bf16_cache_bound(const latte::Model& model, const std::vector<int32_
   EXPECT_LE(m.nrmse, 5e-3);
 }
 
+// Each listed near-tie is one: in some MoE layer, a router logit change below kNearTieMargin
+// chooses other experts than latte did.
+void expect_near_ties(const latte::Model& model, const std::vector<size_t>& positions, const Routing& routing) {
+  const latte::Hparams& hp = model.hparams();
+  std::vector<const latte::LayerWeights*> moe_layers;
+  for (const latte::LayerWeights& l : model.weights().layers)
+    if (l.is_moe()) moe_layers.push_back(&l);
+  ASSERT_EQ(routing.size(), moe_layers.size()) << "MoE layers whose routing the run recorded";
+  for (size_t p : positions) {
+    double margin = INFINITY;
+    for (size_t m = 0; m < moe_layers.size(); ++m) {
+      ASSERT_LT(p, routing[m].size());
+      std::vector<double> bias(static_cast<size_t>(hp.moe.n_expert), 0.0);
+      if (moe_layers[m]->exp_probs_b) {
+        std::vector<float> b(bias.size());
+        ggl::dequantize_row(moe_layers[m]->exp_probs_b->type, moe_layers[m]->exp_probs_b->data, b.data(),
+                            hp.moe.n_expert);
+        bias.assign(b.begin(), b.end());
+      }
+      margin = std::min(margin, logit_margin(routing[m][p], hp.moe, bias));
+    }
+    std::printf("[routing] near-tie position %zu: logit margin %.3e\n", p, margin);
+    EXPECT_LT(margin, kNearTieMargin) << "position " << p << " is listed as a near-tie but is not one";
+  }
+}
+
 class ForwardFixture : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ForwardFixture, MatchesReferenceLogits) {
@@ -425,11 +467,18 @@ TEST_P(ForwardFixture, MatchesReferenceLogits) {
   const auto ref = latte::testing::read_f32_file(latte::testing::shared_dir() / f.reference);
   // An unquantized model with a bf16 cache is judged with its routing (expect_bf16_cache_bound).
   const bool bf16_check = !f.quantized && c.cache == ggl::Type::BF16;
+  const bool near_ties = !f.near_tie_positions.empty();
   Routing routing;
-  const std::vector<float> logits = evaluate(model, tokens, c, bf16_check ? &routing : nullptr);
+  const std::vector<float> logits = evaluate(model, tokens, c, bf16_check || near_ties ? &routing : nullptr);
   const size_t n_vocab = static_cast<size_t>(model.hparams().n_vocab);
   ASSERT_EQ(logits.size(), tokens.size() * n_vocab);
-  const LogitMetrics m = latte::testing::compare_logits(ref, logits, n_vocab);
+  std::vector<size_t> kept;
+  for (size_t p = 0; p < tokens.size(); ++p)
+    if (std::find(f.near_tie_positions.begin(), f.near_tie_positions.end(), p) == f.near_tie_positions.end())
+      kept.push_back(p);
+  if (near_ties && c.cache == ggl::Type::F32) expect_near_ties(model, f.near_tie_positions, routing);
+  const LogitMetrics m =
+      latte::testing::compare_logits(positions_of(ref, n_vocab, kept), positions_of(logits, n_vocab, kept), n_vocab);
   std::printf("[metrics] %-22s cache=%-4s mla=%-6s %-17s nrmse=%.3e mean_kl=%.3e max_kl=%.3e top1=%.3f\n",
               f.name.c_str(), ggl::type_name(c.cache).data(), latte::mla_mode_name(c.mode).data(),
               schedule_name(c.schedule), m.nrmse, m.mean_kl, m.max_kl, m.top1);
