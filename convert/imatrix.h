@@ -42,9 +42,6 @@ class ImportanceMatrix {
   void add_metadata(ggl::Metadata& md) const;
 
  private:
-  static ImportanceMatrix load_gguf(const std::string& path);
-  static ImportanceMatrix load_legacy(const std::string& path);
-
   std::string path_, dataset_;
   int64_t chunks_ = 0;
   std::map<std::string, std::vector<float>> entries_;

@@ -4,8 +4,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 
+#include "convert/imatrix_file.h"
 #include "ggml-like/core/error.h"
 #include "ggml-like/gguf/gguf.h"
 
@@ -14,107 +14,27 @@ namespace {
 
 constexpr std::string_view kSumsSuffix = ".in_sum2", kCountsSuffix = ".counts";
 
-// Little-endian reads of a legacy file held in memory; running past its end is an error.
-class LegacyCursor {
- public:
-  LegacyCursor(const std::string& path, const std::vector<char>& bytes) : path_(path), bytes_(bytes) {}
-  bool at_end() const { return pos_ == bytes_.size(); }
-  int32_t i32(std::string_view what) {
-    int32_t v;
-    take(&v, sizeof v, what);
-    return v;
-  }
-  void take(void* dst, size_t n, std::string_view what) {
-    if (n > bytes_.size() - pos_) ggl::fail("{}: truncated importance matrix (reading {})", path_, what);
-    std::memcpy(dst, bytes_.data() + pos_, n);
-    pos_ += n;
-  }
-
- private:
-  const std::string& path_;
-  const std::vector<char>& bytes_;
-  size_t pos_ = 0;
-};
-
-ImatrixSums load_legacy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) ggl::fail("{}: cannot open the importance matrix ({})", path, std::strerror(errno));
-  const std::vector<char> bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  LegacyCursor c(path, bytes);
-  ImatrixSums s;
-  const int32_t n_entries = c.i32("the entry count");
-  if (n_entries < 1) ggl::fail("{}: not an importance matrix (entry count {})", path, n_entries);
-  for (int32_t i = 0; i < n_entries; ++i) {
-    const int32_t len = c.i32("a name length");
-    if (len < 1 || len > 4096)
-      ggl::fail("{}: corrupt importance matrix (entry {} has a name of {} bytes)", path, i, len);
-    std::string name(static_cast<size_t>(len), '\0');
-    c.take(name.data(), name.size(), "a name");
-    const int32_t ncall = c.i32("a call count");
-    const int32_t nval = c.i32("a value count");
-    if (nval < 1 || ncall < 0)
-      ggl::fail("{}: corrupt importance matrix (entry '{}': {} values, {} calls)", path, name, nval, ncall);
-    ImatrixEntry e;
-    e.n_cols = nval;  // the format does not say how the values split into matrices
-    e.sums.resize(static_cast<size_t>(nval));
-    c.take(e.sums.data(), e.sums.size() * sizeof(float), "the values of '" + name + "'");
-    e.counts.assign(e.sums.size(), ncall);
-    e.ncall = ncall;
-    if (!s.entries.emplace(std::move(name), std::move(e)).second)
-      ggl::fail("{}: corrupt importance matrix (entry {} repeats a name)", path, i);
-  }
-  if (!c.at_end()) {
-    s.chunks = c.i32("the chunk count");
-    const int32_t len = c.i32("the dataset name length");
-    if (len < 0 || len > (1 << 20)) ggl::fail("{}: corrupt importance matrix (dataset name of {} bytes)", path, len);
-    std::string dataset(static_cast<size_t>(len), '\0');
-    c.take(dataset.data(), dataset.size(), "the dataset name");
-    if (!dataset.empty()) s.datasets.push_back(std::move(dataset));
-  }
-  return s;
-}
-
-ImatrixSums load_gguf(const std::string& path) {
-  const ggl::GgufFile f(path);
-  const ggl::Metadata& md = f.metadata();
-  ImatrixSums s;
-  if (md.has("imatrix.datasets")) s.datasets = md.get<std::vector<std::string>>("imatrix.datasets");
-  s.chunks = md.get_or<int64_t>("imatrix.chunk_count", 0);
-  s.chunk_size = md.get_or<int64_t>("imatrix.chunk_size", 0);
-  for (const ggl::TensorInfo& t : f.tensors()) {
-    if (!t.name.ends_with(kSumsSuffix)) continue;
-    const std::string name = t.name.substr(0, t.name.size() - kSumsSuffix.size());
-    const ggl::TensorInfo* counts = f.find_tensor(name + std::string(kCountsSuffix));
-    if (!counts) ggl::fail("{}: importance matrix has {}.in_sum2 but no {}.counts", path, name, name);
-    if (t.type != ggl::Type::F32 || counts->type != ggl::Type::F32)
-      ggl::fail("{}: importance matrix tensors of '{}' are not f32", path, name);
-    const int64_t n_matrix = counts->n_elements();
-    if (t.ne[1] * t.ne[2] * t.ne[3] != n_matrix)
-      ggl::fail("{}: importance matrix entry '{}': {} sums do not match {} counts", path, name, t.n_elements(),
-                n_matrix);
-    ImatrixEntry e;
-    e.n_cols = t.ne[0];
-    const auto* sums = reinterpret_cast<const float*>(t.data);
-    const auto* k = reinterpret_cast<const float*>(counts->data);
-    e.sums.assign(sums, sums + t.n_elements());
-    for (int64_t m = 0; m < n_matrix; ++m) e.counts.insert(e.counts.end(), e.n_cols, static_cast<int64_t>(k[m]));
-    e.ncall = static_cast<int32_t>(s.chunks);
-    s.entries.emplace(name, std::move(e));
-  }
-  if (s.entries.empty()) ggl::fail("{}: not an importance matrix (no <tensor>.in_sum2 tensors)", path);
-  return s;
-}
-
 }  // namespace
 
 int64_t ImatrixEntry::zero_counts() const { return std::count(counts.begin(), counts.end(), int64_t{0}); }
 
+// A legacy entry's values become sums of weight ncall with count ncall, as llama-imatrix loads
+// them; a GGUF entry's sums and per-matrix counts are taken as they are, its calls the chunks.
 ImatrixSums ImatrixSums::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) ggl::fail("{}: cannot open the importance matrix ({})", path, std::strerror(errno));
-  char magic[4] = {};
-  in.read(magic, 4);
-  return in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0 ? load_gguf(path) : load_legacy(path);
+  const convert::ImatrixFile file = convert::ImatrixFile::read(path);
+  ImatrixSums s;
+  s.datasets = file.datasets;
+  s.chunks = file.chunks;
+  s.chunk_size = file.chunk_size;
+  for (const auto& [name, f] : file.entries) {
+    ImatrixEntry e;
+    e.n_cols = f.n_cols;
+    e.sums = f.values;
+    for (float count : f.counts) e.counts.insert(e.counts.end(), f.n_cols, static_cast<int64_t>(count));
+    e.ncall = file.legacy ? f.ncall : static_cast<int32_t>(file.chunks);
+    s.entries.emplace(name, std::move(e));
+  }
+  return s;
 }
 
 void ImatrixSums::merge(const ImatrixSums& other) {
