@@ -289,7 +289,7 @@ struct Decoder<Type::IQ2_XXS> {
   static GGL_HD void group(const uint8_t* b, int g, float* v) {
     const int sub = g >> 2, l = g & 3;
     const uint32_t aux = load_u32(b + 2 + 8 * sub + 4);
-    iq2_group(iq2xxs_point(b[2 + 8 * sub + l]), iq2_even_signs(aux >> (7 * l)), iq2_scale(load_half(b), aux >> 28), v);
+    iq2_group(iq2xxs_point(b[2 + 8 * sub + l]), iq_even_signs(aux >> (7 * l)), iq2_scale(load_half(b), aux >> 28), v);
   }
 };
 // IQ2_XS: d, qs[32] (9-bit grid index | 7 sign bits << 9), scales[8] (a nibble per 16 values).
@@ -299,7 +299,7 @@ struct Decoder<Type::IQ2_XS> {
   static GGL_HD void group(const uint8_t* b, int g, float* v) {
     const uint32_t q = load_u16(b + 2 + 2 * g);
     const uint32_t s = (b[66 + (g >> 2)] >> (4 * ((g & 3) >> 1))) & 0x0f;
-    iq2_group(iq2xs_point(q & 511), iq2_even_signs(q >> 9), iq2_scale(load_half(b), s), v);
+    iq2_group(iq2xs_point(q & 511), iq_even_signs(q >> 9), iq2_scale(load_half(b), s), v);
   }
 };
 // IQ2_S: d, qs[32] (grid index low bits), signs[32], qh[8] (index bits 8..9), scales[8].
@@ -370,7 +370,7 @@ struct Decoder<Type::IQ3_XXS> {
     const int s = g >> 2, l = g & 3;
     const uint32_t word = load_u32(b + 2 + 64 + 4 * s);
     const float db = load_half(b) * (0.5f + static_cast<float>(word >> 28)) * 0.5f;
-    const uint32_t signs = iq3_signs(word >> (7 * l));
+    const uint32_t signs = iq_even_signs(word >> (7 * l));
     for (int j = 0; j < kGroup; ++j) {
       const uint32_t code = iq3_xxs_code(b[2 + 8 * s + 2 * l + j / 4]);
       const float m = db * static_cast<float>(iq3_xxs_value(iq3_level(code, j & 3)));

@@ -173,7 +173,7 @@ void decode_iq2_xxs(const BlockIQ2_XXS& x, int sub, float* y) {
   std::memcpy(words, x.qs + 4 * sub, sizeof words);
   const float db = sub_block_scale(fp16_to_f32(x.d), static_cast<int>(words[1] >> 28));
   for (int l = 0; l < 4; ++l)
-    decode_group(kIq2xxsGrid.v[(words[0] >> (8 * l)) & 0xff], iq2_even_signs(words[1] >> (7 * l)), db, y + 8 * l);
+    decode_group(kIq2xxsGrid.v[(words[0] >> (8 * l)) & 0xff], iq_even_signs(words[1] >> (7 * l)), db, y + 8 * l);
 }
 
 void decode_iq2_xs(const BlockIQ2_XS& x, int sub, float* y) {
@@ -181,7 +181,7 @@ void decode_iq2_xs(const BlockIQ2_XS& x, int sub, float* y) {
   const float db[2] = {sub_block_scale(d, x.scales[sub] & 0xf), sub_block_scale(d, x.scales[sub] >> 4)};
   for (int l = 0; l < 4; ++l) {
     const uint16_t q = x.qs[4 * sub + l];
-    decode_group(kIq2xsGrid.v[q & 511], iq2_even_signs(q >> 9), db[l / 2], y + 8 * l);
+    decode_group(kIq2xsGrid.v[q & 511], iq_even_signs(q >> 9), db[l / 2], y + 8 * l);
   }
 }
 

@@ -10,7 +10,7 @@ namespace ggl {
 
 // IQ2_XXS: per 32 values (sub-block b), qs[4b .. 4b+3] as two little-endian words: the first
 // holds the 4 groups' grid indices (a byte each), the second their 7-bit signs (bits 7l..7l+6,
-// iq2_even_signs) and the scale in bits 28..31.
+// iq_even_signs) and the scale in bits 28..31.
 struct BlockIQ2_XXS {
   uint16_t d;
   uint16_t qs[kSuperBlock / 8];

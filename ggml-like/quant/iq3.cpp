@@ -347,7 +347,7 @@ void dequantize_iq3_xxs(const BlockIQ3_XXS* x, float* y, int64_t n) {
       const float db = d * (0.5f + static_cast<float>(w >> 28)) * 0.5f;
       for (int k = 0; k < kGroups; ++k, y += 4) {
         const uint32_t code = kIq3XxsGrid[x[b].qs[kGroups * ib + k]];
-        const uint32_t signs = iq3_signs(w >> (7 * (k / 2))) >> (4 * (k % 2));
+        const uint32_t signs = iq_even_signs(w >> (7 * (k / 2))) >> (4 * (k % 2));
         for (int i = 0; i < 4; ++i) {
           const float v = db * static_cast<float>(iq3_xxs_value(iq3_level(code, i)));
           y[i] = (signs >> i) & 1 ? -v : v;

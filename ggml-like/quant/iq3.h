@@ -10,7 +10,7 @@ namespace ggl {
 
 // IQ3_XXS: d; qs[0..63]: sub-block s's 8 grid points (kIq3XxsGrid indices) in qs[8 s .. 8 s + 7];
 // qs[64 + 4 s .. + 3]: a little-endian word w_s whose bits 7k..7k+6 are the signs of group k
-// (values 8k..8k+7 of the sub-block; iq3_signs) and whose top 4 bits are the scale ls:
+// (values 8k..8k+7 of the sub-block; iq_even_signs) and whose top 4 bits are the scale ls:
 // value = d * (0.5 + ls) * 0.5 * iq3_xxs_value(level) * sign.
 struct BlockIQ3_XXS {
   uint16_t d;

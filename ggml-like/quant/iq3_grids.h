@@ -7,11 +7,12 @@
 //
 // Signs: IQ3_XXS stores the signs of the first 7 of each group of 8 values in 7 bits; the eighth
 // is the parity of those 7, so that a group always has an even number of negatives (ggml's
-// ksigns_iq2xs table, computed here by iq3_signs instead of stored).
+// ksigns_iq2xs table, computed here by iq_even_signs instead of stored).
 #pragma once
 #include <cstdint>
 
 #include "ggml-like/core/host_device.h"
+#include "ggml-like/quant/iq_grids.h"  // iq_even_signs: IQ3_XXS stores its signs as IQ2_XXS does
 
 // clang-format off
 #define GGL_IQ3_XXS_GRID_CODES \
@@ -79,14 +80,5 @@ GGL_HD constexpr int iq3_level(uint32_t code, int i) { return static_cast<int>((
 // The magnitude a level decodes to.
 GGL_HD constexpr int iq3_xxs_value(int level) { return level == 7 ? 62 : 8 * level + 4; }
 GGL_HD constexpr int iq3_s_value(int level) { return 2 * level + 1; }
-
-// The 8 sign bits (bit j set: value j is negative) of an IQ3_XXS group from its 7 stored bits.
-GGL_HD constexpr uint32_t iq3_signs(uint32_t seven) {
-  seven &= 127;
-  uint32_t parity = seven ^ (seven >> 4);
-  parity ^= parity >> 2;
-  parity ^= parity >> 1;
-  return seven | ((parity & 1) << 7);
-}
 
 }  // namespace ggl

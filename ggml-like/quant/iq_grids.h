@@ -291,9 +291,9 @@ inline constexpr IqGrid<512> kIq2xsGrid = make_iq_grid(kIq2xsPoints, kIq2Levels)
 inline constexpr IqGrid<1024> kIq2sGrid = make_iq_grid(kIq2sPoints, kIq2Levels);
 inline constexpr IqGrid<2048> kIq1sGrid = make_iq_grid(kIq1sPoints, kIq1Levels);
 
-// IQ2_XXS and IQ2_XS store 7 sign bits per 8 values; the eighth (bit 7: value 7 negative) is the
+// IQ2_XXS, IQ2_XS and IQ3_XXS store 7 sign bits per 8 values; the eighth (bit 7: value 7 negative) is the
 // one that makes the number of negative values even. Returns the 8 sign bits, bit j for value j.
-GGL_HD constexpr uint32_t iq2_even_signs(uint32_t seven) {
+GGL_HD constexpr uint32_t iq_even_signs(uint32_t seven) {
   seven &= 127;
   uint32_t parity = 0;
   for (int j = 0; j < 7; ++j) parity ^= (seven >> j) & 1;

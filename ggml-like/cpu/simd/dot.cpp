@@ -335,7 +335,7 @@ struct Decoder<Type::IQ3_XXS> {
     alignas(64) int8_t q[kChunk];
     for (int k = 0; k < kChunk / 4; ++k)
       signed_group(kIq3Magnitudes<kIq3XxsGridPoints, iq3_xxs_value>[b.qs[8 * sub + k]],
-                   iq3_signs(word >> (7 * (k / 2))) >> (4 * (k % 2)), q + 4 * k);
+                   iq_even_signs(word >> (7 * (k / 2))) >> (4 * (k % 2)), q + 4 * k);
     scale_bytes(q, fp16_to_f32(b.d) * (0.5f + static_cast<float>(word >> 28)) * 0.5f, w);
   }
 };

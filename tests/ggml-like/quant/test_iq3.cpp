@@ -45,11 +45,11 @@ TEST(Iq3, QuantizersWithoutImportanceMatchTheReferenceBytes) {
 // ggml's ksigns_iq2xs: the 7 stored bits, and an eighth that makes the count of negatives even.
 TEST(Iq3, EighthSignIsTheParityOfTheSeven) {
   for (uint32_t bits = 0; bits < 128; ++bits) {
-    const uint32_t s = ggl::iq3_signs(bits);
+    const uint32_t s = ggl::iq_even_signs(bits);
     EXPECT_EQ(s & 127, bits);
     EXPECT_EQ(std::popcount(s) % 2, 0) << bits;
   }
-  EXPECT_EQ(ggl::iq3_signs(255 + 256), ggl::iq3_signs(127));  // bits above the seven are not read
+  EXPECT_EQ(ggl::iq_even_signs(255 + 256), ggl::iq_even_signs(127));  // bits above the seven are not read
 }
 
 // Hand-made blocks: value = d * (0.5 + ls) * 0.5 * magnitude * sign (IQ3_XXS) and

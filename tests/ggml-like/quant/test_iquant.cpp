@@ -70,9 +70,9 @@ TEST(Iquant, GridsDerivedFromThePointsAreGgmlsTables) {
 // ggml's ksigns_iq2xs: 7 stored signs and the eighth that makes their count even.
 TEST(Iquant, EvenSignsAreGgmlsSignTable) {
   const uint32_t ksigns[][2] = {{0, 0}, {1, 129}, {2, 130}, {3, 3}, {7, 135}, {64, 192}, {126, 126}, {127, 255}};
-  for (const auto& [seven, eight] : ksigns) EXPECT_EQ(ggl::iq2_even_signs(seven), eight) << seven;
-  for (uint32_t s = 0; s < 128; ++s) EXPECT_EQ(__builtin_popcount(ggl::iq2_even_signs(s)) % 2, 0) << s;
-  EXPECT_EQ(ggl::iq2_even_signs(128 + 1), 129u) << "only 7 bits are read";
+  for (const auto& [seven, eight] : ksigns) EXPECT_EQ(ggl::iq_even_signs(seven), eight) << seven;
+  for (uint32_t s = 0; s < 128; ++s) EXPECT_EQ(__builtin_popcount(ggl::iq_even_signs(s)) % 2, 0) << s;
+  EXPECT_EQ(ggl::iq_even_signs(128 + 1), 129u) << "only 7 bits are read";
 }
 
 // Every point maps to its own index; a key that is no point lists grid points, nearest first.
