@@ -81,7 +81,7 @@ inline std::vector<std::string> sets_for_flags(const std::set<std::string>& flag
 // The integer paths of the kernel sets, as docs/cpu-kernels.md gives them.
 enum class IntPath {
   kInt16Gemm,        // 16-bit GEMM of Q4_0 / Q4_1 / Q8_0
-  kInt16Unpacked,    // 16-bit GEMM of the K-quant / IQ4 / Q5 types
+  kInt16Unpacked,    // 16-bit GEMM of the K-quant / IQ4 / Q5 / i-quant types
   kInt8Gemm,         // 8-bit GEMM of Q4_0 / Q4_1
   kInt8KRows,        // 8-bit rows of the K-quant / IQ4 / Q5 types (routed experts of a decode step)
   kInterleavedRows,  // Q4_0_R8 / Q8_0_R8 / Q6_K_R8 rows
@@ -93,7 +93,7 @@ enum class IntPath {
 inline const char* int_path_name(IntPath p) {
   switch (p) {
     case IntPath::kInt16Gemm: return "16-bit integer GEMM";
-    case IntPath::kInt16Unpacked: return "K-quant / IQ4 / Q5 16-bit GEMM";
+    case IntPath::kInt16Unpacked: return "K-quant / IQ4 / Q5 / i-quant 16-bit GEMM";
     case IntPath::kInt8Gemm: return "8-bit integer GEMM";
     case IntPath::kInt8KRows: return "K-quant / IQ4 / Q5 8-bit rows";
     case IntPath::kInterleavedRows: return "interleaved Q4_0 / Q8_0 / Q6_K rows";

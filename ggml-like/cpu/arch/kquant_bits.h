@@ -2,7 +2,9 @@
 // per vector in element order: the bit layouts of quant/kquants.h, legacy.h and iq4.h, written
 // once for every architecture over its 32-byte vector (Bytes) and these byte operations from its
 // kquant_bytes.h (arch/x86/: AVX2, arch/arm/: NEON):
-//   load32(p); mask8(v, m): each byte and m; bytes_or(a, b); bytes_sub(v, k): each byte minus k;
+//   load32(p); store32(p, v); mask8(v, m): each byte and m; bytes_or(a, b); bytes_sub(v, k): each byte minus k
+//                (or minus that byte of a second vector k); negate_where(v, mask): each byte negated
+//                where mask's is 0xFF (kept where 0); bytes_of_u64(a, b, c, d): 4 x 8 bytes in order;
 //   shr16(v, n), shl16(v, n): shifts of each 16-bit lane (bits cross between a lane's two bytes:
 //                every use below masks them off);
 //   nibbles_of_16(qs): the 32 nibbles of 16 bytes, element i low in byte i, 16 + i high;

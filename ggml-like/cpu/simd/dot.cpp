@@ -19,6 +19,7 @@
 #include "ggml-like/quant/quant.h"
 
 #include "ggml-like/cpu/arch/arm/neon/dot_lanes.h"
+#include "ggml-like/cpu/arch/iquant_unpack.h"
 #include "ggml-like/cpu/arch/avx512_undefined.h"
 #include "ggml-like/cpu/arch/x86/avx2/dot_lanes.h"
 #include "ggml-like/cpu/arch/x86/avx512/dot_lanes.h"
@@ -280,6 +281,38 @@ struct Decoder<Type::IQ4_XS> {
   }
 };
 
+#if GGL_INT16_UNPACK
+// The i-quants, where the set has their 16-bit unpacking (arch/iquant_unpack.h): a sub-block's 32
+// signed bytes, widened and scaled once (d times its scale per 16 is exact, so each value is the
+// dequantizer's).
+template <class Kind>
+struct IqDecoder {
+  static constexpr bool kBlocked = true;
+  static constexpr int kChunksPerBlock = kSubBlocks;
+  static constexpr size_t kBlockBytes = sizeof(typename Kind::Block);
+  static void chunk(const uint8_t* p, int sub, Floats* w) {
+    const unpack16::IqSubBlock s = Kind::sub_block(*reinterpret_cast<const typename Kind::Block*>(p), sub);
+    alignas(32) int8_t q[kChunk];
+    kquant::store32(q, s.q);
+    for (int v = 0; v < kVecsPerChunk; ++v)
+      w[v] = to_floats(widen_s8(q + v * kLanes)) * Floats(s.d * static_cast<float>(s.scale[v * kLanes / 16]));
+  }
+};
+template <>
+struct Decoder<Type::IQ2_XXS> : IqDecoder<unpack16::IQ2_XXS> {};
+template <>
+struct Decoder<Type::IQ2_XS> : IqDecoder<unpack16::IQ2_XS> {};
+template <>
+struct Decoder<Type::IQ2_S> : IqDecoder<unpack16::IQ2_S> {};
+template <>
+struct Decoder<Type::IQ1_S> : IqDecoder<unpack16::IQ1_S> {};
+template <>
+struct Decoder<Type::IQ1_M> : IqDecoder<unpack16::IQ1_M> {};
+template <>
+struct Decoder<Type::IQ3_XXS> : IqDecoder<unpack16::IQ3_XXS> {};
+template <>
+struct Decoder<Type::IQ3_S> : IqDecoder<unpack16::IQ3_S> {};
+#else
 // The grid i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M): a sub-block is 4 grid points looked
 // up by index, so it is decoded by the quantizer library's sub-block decoder into a buffer and
 // loaded from there (the values are the dequantizer's exactly, on every set).
@@ -355,6 +388,8 @@ struct Decoder<Type::IQ3_S> {
     scale_bytes(q, fp16_to_f32(b.d) * static_cast<float>(1 + 2 * ls), w);
   }
 };
+
+#endif
 
 // Q2_K and Q3_K: sub-block s is bits 2 (s % 4) of qs[32 (s / 4) .. + 31].
 inline Ints two_bits(const uint8_t* qs, int sub, int v) {

@@ -26,7 +26,7 @@
 #include "ggml-like/cpu/simd/gemm_rows8.h"
 #include "ggml-like/cpu/simd/set_declarations.h"
 #if GGL_INT_GEMM
-#include "ggml-like/cpu/arch/kquant_unpack.h"  // GGL_INT16_UNPACK: the K-quant / IQ4 / Q5 types
+#include "ggml-like/cpu/arch/unpack_kinds.h"  // GGL_INT16_UNPACK: the K-quant / IQ4 / Q5 / i-quant types
 #endif
 
 namespace ggl::GGL_ISA {

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/cpu/kernel_set.h"
 #include "ggml-like/cpu/interleaved.h"
+#include "ggml-like/quant/iq1.h"
 #include "ggml-like/quant/kquants.h"
 #include "ggml-like/quant/legacy.h"
 #include "ggml-like/quant/quant.h"
@@ -47,11 +50,44 @@ struct Case {
 
 enum class Path { kPanels, kRows };
 
-// The K-quant / IQ4 / Q5 types the 16-bit GEMM takes on the x86 and ARM sets (unpacked to 16-bit weights per 32
-// values), and the values per block of each.
-constexpr Type kUnpackedTypes[] = {Type::Q2_K,   Type::Q3_K,   Type::Q4_K, Type::Q5_K, Type::Q6_K,
-                                   Type::IQ4_XS, Type::IQ4_NL, Type::Q5_0, Type::Q5_1};
+// The K-quant / IQ4 / Q5 / i-quant types the 16-bit GEMM takes on the x86 and ARM sets (unpacked to
+// 16-bit weights per 32 values), and the values per block of each.
+constexpr Type kIquantTypes[] = {Type::IQ1_S,   Type::IQ1_M,   Type::IQ2_XXS, Type::IQ2_XS,
+                                 Type::IQ2_S,   Type::IQ3_XXS, Type::IQ3_S};
+constexpr Type kUnpackedTypes[] = {Type::Q2_K,   Type::Q3_K,    Type::Q4_K,   Type::Q5_K,  Type::Q6_K,
+                                   Type::IQ4_XS, Type::IQ4_NL,  Type::Q5_0,   Type::Q5_1,  Type::IQ1_S,
+                                   Type::IQ1_M,  Type::IQ2_XXS, Type::IQ2_XS, Type::IQ2_S, Type::IQ3_XXS,
+                                   Type::IQ3_S};
 int64_t block_values(Type t) { return ggl::traits(t).block_size; }
+bool is_iquant(Type t) { return std::find(std::begin(kIquantTypes), std::end(kIquantTypes), t) != std::end(kIquantTypes); }
+
+// i-quant rows as random blocks: every byte pattern is a valid block (grid indices, signs, scales
+// and shifts all uniform, each grid point drawn about equally often), with the super-block scale
+// set to one of five sane magnitudes. (The reference quantizer's searches would be most of these
+// tests' time, under qemu far more, and reach fewer grid points.) IQ1_M keeps its fp16 scale in
+// the top nibbles of its four scale words.
+latte::testing::QuantizedRows random_iquant_rows(Type t, int64_t rows, int64_t n, std::mt19937& rng) {
+  latte::testing::QuantizedRows out{ggl::row_bytes(t, n), {}, std::vector<float>(rows * n)};
+  out.bytes.resize(out.stride * rows);
+  std::uniform_int_distribution<int> byte(0, 255);
+  const size_t block_bytes = ggl::traits(t).block_bytes;
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* row = out.bytes.data() + r * out.stride;
+    for (size_t i = 0; i < out.stride; ++i) row[i] = static_cast<uint8_t>(byte(rng));
+    const uint16_t d = ggl::f32_to_fp16(0.002f * static_cast<float>(1 + r % 5));
+    for (size_t b = 0; b < out.stride / block_bytes; ++b) {
+      uint8_t* block = row + b * block_bytes;
+      if (t == Type::IQ1_M) {
+        uint8_t* scales = block + offsetof(ggl::BlockIQ1_M, scales);
+        for (int i = 0; i < 4; ++i) scales[2 * i + 1] = static_cast<uint8_t>((scales[2 * i + 1] & 0x0F) | ((d >> (4 * i)) & 0xF) << 4);
+      } else {
+        std::memcpy(block, &d, sizeof d);
+      }
+    }
+    ggl::dequantize_row(t, row, out.values.data() + r * n, n);
+  }
+  return out;
+}
 
 // The min m of value i of a row, for the types whose values are d * w + m with a min per 32 (Q2_K:
 // per 16) (rounding the activations touches only the d * w part: the min multiplies their exact
@@ -85,7 +121,9 @@ void check(const Api& ig, Path path, const Case& k, uint32_t seed) {
   // Every Q4_1 row offset: its min takes part throughout. An interleaved type's rows are made as
   // its plain type's and interleaved (cpu/interleaved.h).
   const latte::testing::QuantizedRows q =
-      latte::testing::quantized_rows(ggl::plain_type(k.type), k.rows, k.n, rng, normal, k.type == Type::Q4_1);
+      is_iquant(k.type)
+          ? random_iquant_rows(k.type, k.rows, k.n, rng)
+          : latte::testing::quantized_rows(ggl::plain_type(k.type), k.rows, k.n, rng, normal, k.type == Type::Q4_1);
   const size_t stride = q.stride;
   std::vector<uint8_t> w = q.bytes;
   if (ggl::is_interleaved(k.type)) ggl::interleave_rows(k.type, q.bytes.data(), w.data(), k.rows, k.n);

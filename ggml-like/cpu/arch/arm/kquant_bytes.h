@@ -21,9 +21,21 @@ inline Bytes load32(const void* p) {
   const auto* b = static_cast<const uint8_t*>(p);
   return {vld1q_u8(b), vld1q_u8(b + 16)};
 }
+inline void store32(void* p, Bytes v) {
+  auto* b = static_cast<uint8_t*>(p);
+  vst1q_u8(b, v.lo);
+  vst1q_u8(b + 16, v.hi);
+}
 inline Bytes mask8(Bytes v, uint8_t m) { return {vandq_u8(v.lo, vdupq_n_u8(m)), vandq_u8(v.hi, vdupq_n_u8(m))}; }
 inline Bytes bytes_or(Bytes a, Bytes b) { return {vorrq_u8(a.lo, b.lo), vorrq_u8(a.hi, b.hi)}; }
 inline Bytes bytes_sub(Bytes v, uint8_t k) { return {vsubq_u8(v.lo, vdupq_n_u8(k)), vsubq_u8(v.hi, vdupq_n_u8(k))}; }
+inline Bytes bytes_sub(Bytes a, Bytes b) { return {vsubq_u8(a.lo, b.lo), vsubq_u8(a.hi, b.hi)}; }
+inline Bytes negate_where(Bytes v, Bytes mask) {
+  return {vsubq_u8(veorq_u8(v.lo, mask.lo), mask.lo), vsubq_u8(veorq_u8(v.hi, mask.hi), mask.hi)};
+}
+inline Bytes bytes_of_u64(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+  return {vcombine_u8(vcreate_u8(a), vcreate_u8(b)), vcombine_u8(vcreate_u8(c), vcreate_u8(d))};
+}
 // Shifts of each 16-bit lane by n bits (left for n > 0), as x86's (kquant_bits.h masks off what
 // crosses between bytes); with n known at compile time the compiler takes the immediate forms.
 inline Bytes shl16(Bytes v, int n) {

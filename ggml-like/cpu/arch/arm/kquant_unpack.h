@@ -32,6 +32,13 @@ inline Weights scaled_per16(Bytes q, int zero, int16_t scale_lo, int16_t scale_h
   return w;
 }
 
+// q * scale per 16 values, q signed bytes: the i-quants with a scale per 16 (IQ2_XS, IQ2_S, IQ1_M).
+inline Weights signed_per16(Bytes q, int16_t scale_lo, int16_t scale_hi) {
+  Weights w = widen_signed(q);
+  for (int i = 0; i < 4; ++i) w.v[i] = vmulq_n_s16(w.v[i], i < 2 ? scale_lo : scale_hi);
+  return w;
+}
+
 // Weights that fit unsigned bytes (Q4_K, Q5_K, Q5_1): on NEON they widen as the others (the
 // rows path has no byte product for 16-bit activations here: their low bytes are unsigned).
 struct UnsignedBytes {

@@ -15,11 +15,18 @@ using Bytes = __m256i;
 
 inline float f16(uint16_t h) { return _cvtsh_ss(h); }
 inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline void store32(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
 inline __m256i mask8(__m256i v, char m) { return _mm256_and_si256(v, _mm256_set1_epi8(m)); }
 inline __m256i bytes_or(__m256i a, __m256i b) { return _mm256_or_si256(a, b); }
 inline __m256i bytes_sub(__m256i v, char k) { return _mm256_sub_epi8(v, _mm256_set1_epi8(k)); }
 inline __m256i shr16(__m256i v, int n) { return _mm256_srli_epi16(v, n); }
 inline __m256i shl16(__m256i v, int n) { return _mm256_slli_epi16(v, n); }
+inline __m256i bytes_sub(__m256i a, __m256i b) { return _mm256_sub_epi8(a, b); }
+inline __m256i negate_where(__m256i v, __m256i mask) { return _mm256_sub_epi8(_mm256_xor_si256(v, mask), mask); }
+inline __m256i bytes_of_u64(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+  return _mm256_setr_epi64x(static_cast<long long>(a), static_cast<long long>(b), static_cast<long long>(c),
+                            static_cast<long long>(d));
+}
 
 inline __m256i nibbles_of_16(const uint8_t* qs) {
   const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));

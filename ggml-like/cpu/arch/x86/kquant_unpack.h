@@ -41,6 +41,12 @@ inline Weights scaled_per16(__m256i q, int zero, int16_t scale_lo, int16_t scale
           _mm256_mullo_epi16(_mm256_sub_epi16(u.hi, z), _mm256_set1_epi16(scale_hi))};
 }
 
+// q * scale per 16 values, q signed bytes: the i-quants with a scale per 16 (IQ2_XS, IQ2_S, IQ1_M).
+inline Weights signed_per16(__m256i q, int16_t scale_lo, int16_t scale_hi) {
+  const Weights s = widen_signed(q);
+  return {_mm256_mullo_epi16(s.lo, _mm256_set1_epi16(scale_lo)), _mm256_mullo_epi16(s.hi, _mm256_set1_epi16(scale_hi))};
+}
+
 // Weights that fit unsigned bytes (Q4_K, Q5_K, Q5_1), kept as the 32 bytes in element order: the
 // AVX-512 rows path multiplies them as bytes (sums below); elsewhere they widen to Weights.
 struct UnsignedBytes {
