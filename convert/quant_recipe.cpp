@@ -71,9 +71,10 @@ constexpr FileType kFileTypes[] = {
 };
 
 // The tensor types latte writes (for the per-tensor flags).
-constexpr Type kTensorTypes[] = {Type::F32,  Type::F16,  Type::BF16, Type::Q8_0,   Type::Q4_0,
-                                 Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q2_K,   Type::Q3_K,
-                                 Type::Q4_K, Type::Q5_K, Type::Q6_K, Type::IQ4_NL, Type::IQ4_XS,
+constexpr Type kTensorTypes[] = {Type::F32,     Type::F16,    Type::BF16,   Type::Q8_0,    Type::Q4_0,
+                                 Type::Q4_1,    Type::Q5_0,   Type::Q5_1,   Type::Q2_K,    Type::Q3_K,
+                                 Type::Q4_K,    Type::Q5_K,   Type::Q6_K,   Type::IQ4_NL,  Type::IQ4_XS,
+                                 Type::IQ1_S,   Type::IQ1_M,  Type::IQ2_XXS, Type::IQ2_XS, Type::IQ2_S,
                                  Type::IQ3_XXS, Type::IQ3_S};
 // clang-format on
 

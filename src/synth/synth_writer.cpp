@@ -11,16 +11,41 @@
 
 namespace latte::synth {
 
+namespace {
+
+// A vocabulary smaller than the embedding (DeepSeek-V3's 129280 rows against the 102400 tokens of
+// the DeepSeek LLM vocabulary) is padded as llama.cpp's convert_hf_to_gguf.py pads one: tokens
+// "[PAD<i>]" of type UNUSED (5), score 0 where the vocabulary has scores.
+void pad_vocabulary(ggl::Metadata& md, int64_t n_tokens, int64_t n_vocab, const std::string& path) {
+  auto pad = [&](const char* key, auto entry) {
+    const ggl::Value* v = md.find(key);
+    if (!v) return;
+    const auto* list = std::get_if<ggl::Array>(&v->data);
+    if (!list || static_cast<int64_t>(list->items.size()) != n_tokens)
+      ggl::fail("{}: {} does not hold one entry per token", path, key);
+    ggl::Array padded = *list;
+    for (int64_t i = n_tokens; i < n_vocab; ++i) padded.items.push_back(entry(i));
+    md.set(key, ggl::Value{std::move(padded)});
+  };
+  pad("tokenizer.ggml.tokens", [](int64_t i) { return ggl::Value{fmt::format("[PAD{}]", i)}; });
+  pad("tokenizer.ggml.token_type", [](int64_t) { return ggl::Value{int32_t{5}}; });
+  pad("tokenizer.ggml.scores", [](int64_t) { return ggl::Value{0.0f}; });
+}
+
+}  // namespace
+
 std::string copy_tokenizer(const std::string& path, int64_t n_vocab, ggl::Metadata& md) {
   const ggl::GgufFile vocab(path);
   const ggl::Metadata& src = vocab.metadata();
   const ggl::Value* tokens = src.find("tokenizer.ggml.tokens");
   const ggl::Array* list = tokens ? std::get_if<ggl::Array>(&tokens->data) : nullptr;
   if (!list) ggl::fail("{}: no tokenizer.ggml.tokens array: not a vocabulary GGUF", path);
-  if (static_cast<int64_t>(list->items.size()) != n_vocab)
+  const auto n_tokens = static_cast<int64_t>(list->items.size());
+  if (n_tokens > n_vocab)
     ggl::fail("{}: the vocabulary has {} tokens but the model's is {}", path, list->items.size(), n_vocab);
   for (const auto& [key, value] : src.entries())
     if (key.starts_with("tokenizer.")) md.set(key, value);
+  if (n_tokens < n_vocab) pad_vocabulary(md, n_tokens, n_vocab, path);
   const std::string model = src.get_or<std::string>("tokenizer.ggml.model", "?");
   const std::string pre = src.get_or<std::string>("tokenizer.ggml.pre", "");
   return fmt::format("{}{}{}, {} tokens (from {})", model, pre.empty() ? "" : "/", pre, n_vocab, path);
@@ -51,9 +76,13 @@ SynthReport write_synthetic_model(const SynthOptions& opts) {
   for (const SynthTensor& t : tensors) recipe_tensors.push_back({t.name, t.ne});
   convert::RecipeOptions recipe;
   recipe.pure = opts.pure;
+  recipe.tensor_types = opts.tensor_types;
   const std::vector<convert::TensorTypeChoice> choices = convert::choose_tensor_types(
       opts.file_type, convert::RecipeModel::from_metadata(md, "synth"), recipe_tensors, recipe);
-  convert::check_writable(choices, recipe_tensors, false);
+  // The types llama.cpp's quantizer refuses without an importance matrix get a uniform one: the
+  // random weights have no preferred input columns, so uniform is what a calibration text would
+  // measure on average.
+  convert::check_writable(choices, recipe_tensors, true);
   std::vector<ggl::Type> types;
   std::vector<std::string> type_notices;  // reported after a successful write
   uint64_t total = 0;
@@ -71,9 +100,12 @@ SynthReport write_synthetic_model(const SynthOptions& opts) {
     const uint64_t seed = opts.seed;
     writer.add_tensor(t->name, type, t->ne, [t, type, seed, &progress](uint8_t* dst, size_t nbytes) {
       const RandomWeights random(seed, *t);
+      std::vector<float> uniform;
+      if (convert::needs_importance(type, t->name)) uniform.assign(static_cast<size_t>(t->ne[0]), 1.0f);
       convert::encode_rows(
           type, t->ne[0], t->rows(),
-          [&random](int64_t first, int64_t count, float* rows) { random.fill(first, count, rows); }, dst);
+          [&random](int64_t first, int64_t count, float* rows) { random.fill(first, count, rows); }, dst,
+          {uniform.empty() ? nullptr : uniform.data(), t->rows()});
       progress.tensor_done(t->name, nbytes);
     });
   }

@@ -27,6 +27,10 @@ int cmd_synth(int argc, char** argv) {
       ->required();
   app.add_option("--type", type_name, convert::file_type_help())->capture_default_str();
   app.add_flag("--pure", pure, "every 2-D/3-D weight in the type itself: no mix (output.weight too)");
+  std::vector<std::string> tensor_types;
+  app.add_option("--tensor-type", tensor_types,
+                 "REGEX=TYPE: tensors whose name matches REGEX get TYPE instead of the mix's choice (repeatable; the "
+                 "first match wins; as llama-quantize's)");
   app.add_option("--layers", layers, "keep only the first N layers (to shrink the big presets)");
   app.add_option("--mla-layout", mla_layout,
                  "attention layout: kv_b (one attn_kv_b per layer; loads in older llama.cpp versions too) or k_b "
@@ -47,6 +51,7 @@ int cmd_synth(int argc, char** argv) {
   if (app.count("--layers")) opts.geometry = synth::with_layers(opts.geometry, layers);
   opts.file_type = convert::require_file_type(type_name, "--type");
   opts.pure = pure;
+  for (const std::string& spec : tensor_types) opts.tensor_types.push_back(convert::parse_tensor_type_override(spec));
   if (mla_layout == "kv_b")
     opts.layout = convert::MlaLayout::KvB;
   else if (mla_layout == "k_b")
