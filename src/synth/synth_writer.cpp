@@ -102,10 +102,9 @@ SynthReport write_synthetic_model(const SynthOptions& opts) {
       const RandomWeights random(seed, *t);
       std::vector<float> uniform;
       if (convert::needs_importance(type, t->name)) uniform.assign(static_cast<size_t>(t->ne[0]), 1.0f);
-      convert::encode_rows(
-          type, t->ne[0], t->rows(),
-          [&random](int64_t first, int64_t count, float* rows) { random.fill(first, count, rows); }, dst,
-          {uniform.empty() ? nullptr : uniform.data(), t->rows()});
+      convert::encode_rows(type, t->ne[0], t->rows(),
+                           [&random](int64_t first, int64_t count, float* rows) { random.fill(first, count, rows); },
+                           dst, {uniform.empty() ? nullptr : uniform.data(), t->rows()});
       progress.tensor_done(t->name, nbytes);
     });
   }

@@ -70,7 +70,9 @@ inline Bytes points4(const uint32_t* grid, const uint32_t (&p)[8]) {
   return kquant::bytes_of_u64(two(0), two(1), two(2), two(3));
 }
 // Bytes negated where bit e of `signs` is set (byte e).
-inline Bytes with_signs(Bytes v, uint32_t signs) { return kquant::negate_where(v, kquant::bits_to_bytes(signs, static_cast<char>(0xFF))); }
+inline Bytes with_signs(Bytes v, uint32_t signs) {
+  return kquant::negate_where(v, kquant::bits_to_bytes(signs, static_cast<char>(0xFF)));
+}
 // The 32 sign bits of four groups stored as 7 bits each (bits 7l..7l+6 of `packed`).
 inline uint32_t even_signs4(uint32_t packed) {
   uint32_t out = 0;
@@ -126,8 +128,10 @@ struct IQ2_XS : IqKind<IQ2_XS, BlockIQ2_XS, true> {
   [[gnu::always_inline]] static IqSubBlock sub_block(const Block& w, int s) {
     const uint16_t* q = w.qs + 4 * s;
     const iq::Bytes levels = iq::points8(kIq2xsGrid.v, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511);
-    const uint32_t signs = iq::even_signs4((q[0] >> 9) | ((q[1] >> 9) << 7) | ((q[2] >> 9) << 14) | ((q[3] >> 9) << 21));
-    return {iq::with_signs(levels, signs), 0.125f * iq::f16(w.d),
+    const uint32_t signs =
+        iq::even_signs4((q[0] >> 9) | ((q[1] >> 9) << 7) | ((q[2] >> 9) << 14) | ((q[3] >> 9) << 21));
+    return {iq::with_signs(levels, signs),
+            0.125f * iq::f16(w.d),
             {iq::odd16(w.scales[s] & 15), iq::odd16(w.scales[s] >> 4)}};
   }
 };
@@ -138,7 +142,8 @@ struct IQ2_S : IqKind<IQ2_S, BlockIQ2_S, true> {
     const uint32_t high = w.qh[s];
     const iq::Bytes levels = iq::points8(kIq2sGrid.v, q[0] | ((high << 8) & 0x300), q[1] | ((high << 6) & 0x300),
                                          q[2] | ((high << 4) & 0x300), q[3] | ((high << 2) & 0x300));
-    return {iq::with_signs(levels, iq::load_u32(w.qs + kSuperBlock / 8 + 4 * s)), 0.125f * iq::f16(w.d),
+    return {iq::with_signs(levels, iq::load_u32(w.qs + kSuperBlock / 8 + 4 * s)),
+            0.125f * iq::f16(w.d),
             {iq::odd16(w.scales[s] & 15), iq::odd16(w.scales[s] >> 4)}};
   }
 };
@@ -180,8 +185,9 @@ struct IQ1_M : IqKind<IQ1_M, BlockIQ1_M, true> {
   [[gnu::always_inline]] static IqSubBlock sub_block(const Block& w, int s) {
     const uint8_t* q = w.qs + 4 * s;
     const uint32_t h0 = w.qh[2 * s], h1 = w.qh[2 * s + 1];
-    const iq::Bytes levels = iq::points8(iq_tables::kIq1sGrid8.v, q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 4) & 0x700),
-                                         q[2] | ((h1 << 8) & 0x700), q[3] | ((h1 << 4) & 0x700));
+    const iq::Bytes levels =
+        iq::points8(iq_tables::kIq1sGrid8.v, q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 4) & 0x700),
+                    q[2] | ((h1 << 8) & 0x700), q[3] | ((h1 << 4) & 0x700));
     // Bit 3 of each group's nibble: its 8 values shift by -1/8.
     const uint32_t negative = ((0u - ((h0 >> 3) & 1)) & 0xFF) | ((0u - ((h0 >> 7) & 1)) & 0xFF00) |
                               ((0u - ((h1 >> 3) & 1)) & 0xFF0000) | ((0u - ((h1 >> 7) & 1)) & 0xFF000000);

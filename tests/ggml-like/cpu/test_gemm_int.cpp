@@ -52,14 +52,15 @@ enum class Path { kPanels, kRows };
 
 // The K-quant / IQ4 / Q5 / i-quant types the 16-bit GEMM takes on the x86 and ARM sets (unpacked to
 // 16-bit weights per 32 values), and the values per block of each.
-constexpr Type kIquantTypes[] = {Type::IQ1_S,   Type::IQ1_M,   Type::IQ2_XXS, Type::IQ2_XS,
-                                 Type::IQ2_S,   Type::IQ3_XXS, Type::IQ3_S};
-constexpr Type kUnpackedTypes[] = {Type::Q2_K,   Type::Q3_K,    Type::Q4_K,   Type::Q5_K,  Type::Q6_K,
-                                   Type::IQ4_XS, Type::IQ4_NL,  Type::Q5_0,   Type::Q5_1,  Type::IQ1_S,
-                                   Type::IQ1_M,  Type::IQ2_XXS, Type::IQ2_XS, Type::IQ2_S, Type::IQ3_XXS,
-                                   Type::IQ3_S};
+constexpr Type kIquantTypes[] = {Type::IQ1_S, Type::IQ1_M,   Type::IQ2_XXS, Type::IQ2_XS,
+                                 Type::IQ2_S, Type::IQ3_XXS, Type::IQ3_S};
+constexpr Type kUnpackedTypes[] = {Type::Q2_K,   Type::Q3_K,  Type::Q4_K,    Type::Q5_K,  Type::Q6_K,  Type::IQ4_XS,
+                                   Type::IQ4_NL, Type::Q5_0,  Type::Q5_1,    Type::IQ1_S, Type::IQ1_M, Type::IQ2_XXS,
+                                   Type::IQ2_XS, Type::IQ2_S, Type::IQ3_XXS, Type::IQ3_S};
 int64_t block_values(Type t) { return ggl::traits(t).block_size; }
-bool is_iquant(Type t) { return std::find(std::begin(kIquantTypes), std::end(kIquantTypes), t) != std::end(kIquantTypes); }
+bool is_iquant(Type t) {
+  return std::find(std::begin(kIquantTypes), std::end(kIquantTypes), t) != std::end(kIquantTypes);
+}
 
 // i-quant rows as random blocks: every byte pattern is a valid block (grid indices, signs, scales
 // and shifts all uniform, each grid point drawn about equally often), with the super-block scale
@@ -79,7 +80,8 @@ latte::testing::QuantizedRows random_iquant_rows(Type t, int64_t rows, int64_t n
       uint8_t* block = row + b * block_bytes;
       if (t == Type::IQ1_M) {
         uint8_t* scales = block + offsetof(ggl::BlockIQ1_M, scales);
-        for (int i = 0; i < 4; ++i) scales[2 * i + 1] = static_cast<uint8_t>((scales[2 * i + 1] & 0x0F) | ((d >> (4 * i)) & 0xF) << 4);
+        for (int i = 0; i < 4; ++i)
+          scales[2 * i + 1] = static_cast<uint8_t>((scales[2 * i + 1] & 0x0F) | ((d >> (4 * i)) & 0xF) << 4);
       } else {
         std::memcpy(block, &d, sizeof d);
       }

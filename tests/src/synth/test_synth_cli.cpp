@@ -89,6 +89,37 @@ TEST_F(SynthCli, KquantMixFollowsTheRecipe) {
   EXPECT_EQ(bench.exit_code, 0) << bench.out;
 }
 
+// An i-quant mix with per-tensor overrides, in the style of the low-bit DeepSeek files people run
+// (some tensors at 4 bits, others at 1-2 bits): each override wins where it matches, the types
+// llama.cpp quantizes only with an importance matrix are written without one (uniform), and the
+// engine runs the file. (The tiny model's rows of 64 cannot hold the 256-value types: only its
+// tensors with longer rows are checked.)
+TEST_F(SynthCli, TensorTypeOverridesAndTheIquantsWithoutAnImportanceMatrix) {
+  const fs::path out = dir_ / "ud.gguf";
+  const auto r = run_latte(
+      "synth --preset tiny --type iq2_xxs --tensor-type 'blk\\.[01]\\.attn_kv_b=q4_k' --tensor-type attn_output=iq1_s "
+      "--tensor-type 'ffn_down\\.=iq1_m' -o " +
+      out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const ggl::GgufFile f(out.string());
+  std::set<ggl::Type> types;
+  for (const auto& t : f.tensors()) {
+    const std::string name = t.name;
+    types.insert(t.type);
+    if (t.ne[0] % 256 != 0 || t.n_dims < 2) continue;
+    auto has = [&](const char* part) { return name.find(part) != std::string::npos; };
+    const ggl::Type want = has("blk.0.attn_kv_b") || has("blk.1.attn_kv_b") ? ggl::Type::Q4_K
+                           : has("attn_output")                             ? ggl::Type::IQ1_S
+                           : has("ffn_down.")                               ? ggl::Type::IQ1_M
+                                                                            : t.type;
+    EXPECT_EQ(ggl::type_name(t.type), ggl::type_name(want)) << name;
+  }
+  for (ggl::Type t : {ggl::Type::Q4_K, ggl::Type::IQ1_S, ggl::Type::IQ1_M, ggl::Type::IQ2_XXS})
+    EXPECT_TRUE(types.count(t)) << ggl::type_name(t) << ": " << r.out;
+  const auto bench = bench_briefly(out);
+  EXPECT_EQ(bench.exit_code, 0) << bench.out;
+}
+
 TEST_F(SynthCli, BadInputIsAOneLineError) {
   struct Case {
     std::string args, expect;
@@ -104,6 +135,8 @@ TEST_F(SynthCli, BadInputIsAOneLineError) {
       {"synth --preset tiny", "--output"},
       {"synth -o x.gguf", "--preset"},
       {"synth --preset tiny --layers many" + o, "--layers"},
+      {"synth --preset tiny --tensor-type attn=q9_k" + o, "--tensor-type attn=q9_k: type 'q9_k'"},
+      {"synth --preset tiny --tensor-type attn" + o, "--tensor-type"},
       {"synth --preset tiny -o /nonexistent/dir/x.gguf", "/nonexistent/dir"},
   };
   for (const Case& c : cases) {
