@@ -279,6 +279,32 @@ TEST(Imatrix, ChangesKquantBytes) {
     expect_imatrix_changes(latte::testing::shared_dir() / f32, im, type, dir);
 }
 
+// An importance matrix that lacks a tensor which an IQ1/IQ2 type needs one for: llama.cpp refuses
+// to quantize it, and so does latte, naming the tensor, before anything is written.
+TEST(Imatrix, MissingEntryForAVeryLowBitTensorIsAOneLineError) {
+  const std::string f32 = "fixtures/kquant/kq-tiny-f32.gguf";
+  LATTE_REQUIRE_SHARED(f32);
+  const fs::path dir = fresh_dir("imatrix-missing-entry");
+  const TinyTensor q_a{"blk.0.attn_q_a.weight", {256, 128}};
+  const fs::path im = write_dat_imatrix(dir / "partial.dat", {&q_a});
+  const fs::path model = latte::testing::shared_dir() / f32, out = dir / "out.gguf";
+  for (const char* type : {"iq2_xxs", "iq1_s"}) {
+    const auto r = run_latte("quantize --imatrix " + q(im) + " " + q(model) + " " + q(out) + " " + type);
+    EXPECT_EQ(r.exit_code, 1) << type << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+    EXPECT_NE(r.out.find("no importance matrix entry for tensor blk.0.attn_kv_a_mqa.weight, which is " +
+                         std::string(type)),
+              std::string::npos)
+        << r.out;
+    EXPECT_FALSE(fs::exists(out)) << type;
+  }
+  // With the entry there, the same tensor quantizes.
+  const TinyTensor kv_a{"blk.0.attn_kv_a_mqa.weight", {256, 576}};
+  const fs::path both = write_dat_imatrix(dir / "both.dat", {&q_a, &kv_a});
+  const auto r = run_latte("quantize --dry-run --imatrix " + q(both) + " " + q(model) + " " + q(out) + " iq2_xxs");
+  EXPECT_EQ(r.out.find("blk.0.attn_kv_a_mqa.weight, which is"), std::string::npos) << r.out;
+}
+
 // Corrupt files, an imatrix for another model, a size mismatch: one line, exit 1, no output.
 TEST(Imatrix, BadImatrixIsAOneLineErrorAndLeavesNoFile) {
   const fs::path dir = fresh_dir("imatrix-bad");
