@@ -20,7 +20,7 @@ struct SynthOptions {
   Geometry geometry;
   // llama.cpp file type, with its per-tensor choices (quant_recipe.h); norms, biases and the router stay f32.
   convert::FileType file_type = *convert::find_file_type("q4_0");
-  bool pure = false;  // every 2-D/3-D weight in the file type's base type (no mix)
+  bool pure = false;                                      // every 2-D/3-D weight in the file type's base type (no mix)
   std::vector<convert::TensorTypeOverride> tensor_types;  // --tensor-type REGEX=TYPE, first match wins
   convert::MlaLayout layout = convert::MlaLayout::KvB;
   std::string output_path;

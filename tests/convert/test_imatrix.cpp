@@ -292,9 +292,9 @@ TEST(Imatrix, MissingEntryForAVeryLowBitTensorIsAOneLineError) {
     const auto r = run_latte("quantize --imatrix " + q(im) + " " + q(model) + " " + q(out) + " " + type);
     EXPECT_EQ(r.exit_code, 1) << type << ": " << r.out;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
-    EXPECT_NE(r.out.find("no importance matrix entry for tensor blk.0.attn_kv_a_mqa.weight, which is " +
-                         std::string(type)),
-              std::string::npos)
+    EXPECT_NE(
+        r.out.find("no importance matrix entry for tensor blk.0.attn_kv_a_mqa.weight, which is " + std::string(type)),
+        std::string::npos)
         << r.out;
     EXPECT_FALSE(fs::exists(out)) << type;
   }
