@@ -129,6 +129,9 @@ class GgufFile {
   // whole pages inside them leave the process's memory (the page cache may keep them; a later
   // read maps them back in). Nothing for a file parsed from memory.
   void release(const TensorInfo& t) const;
+  // What every reader of this file's metadata sees for `key` from now on (llama.cpp's
+  // --override-kv); the file itself is not changed.
+  void override_metadata(std::string key, Value value) { metadata_.set(std::move(key), std::move(value)); }
 
  private:
   struct FromMemory {};

@@ -46,10 +46,17 @@ ggl::OfferedWeight offer(WeightRef t, WeightRef output) {
           t->data, t->nbytes, t == output ? ggl::WeightUse::kOutputHead : ggl::WeightUse::kProducts};
 }
 
+std::shared_ptr<const ggl::GgufFile> open_with_overrides(const std::string& path,
+                                                         const std::vector<MetadataOverride>& overrides) {
+  auto file = std::make_shared<ggl::GgufFile>(path);
+  apply_metadata_overrides(*file, overrides);
+  return file;
+}
+
 }  // namespace
 
 Model::Model(const std::string& path, ModelOptions options)
-    : Model(std::make_shared<const ggl::GgufFile>(path), options) {}
+    : Model(open_with_overrides(path, options.overrides), options) {}
 
 Model::Model(std::shared_ptr<const ggl::GgufFile> file, ModelOptions options)
     : file_(std::move(file)), hparams_(read_hparams(*file_)), weights_(load_weights(*file_, hparams_)) {

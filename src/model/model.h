@@ -4,10 +4,12 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ggml-like/backend/backend.h"
 #include "ggml-like/gguf/gguf.h"
 #include "src/model/hparams.h"
+#include "src/model/metadata_override.h"
 #include "src/model/weights.h"
 
 namespace latte {
@@ -17,6 +19,8 @@ struct ModelOptions {
   // its interleaved layout where its kernel set reads that faster (llama.cpp's "repack"); off:
   // the CPU reads every weight from the file's mapping (--no-repack).
   bool repack = true;
+  // Metadata values to load the model with instead of the file's (--override-kv).
+  std::vector<MetadataOverride> overrides;
 };
 
 class Model {

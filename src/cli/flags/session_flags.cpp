@@ -76,10 +76,21 @@ void SessionFlags::add_to(CLI::App& app) {
          "-nr: keep every weight as the file has it (by default Q4_0 and Q8_0 matrices and a Q6_K output head are "
          "rewritten at load into 8 interleaved rows, which the AVX2 and AVX-512 decode kernels read fastest)")
       ->group(group);
+  app.add_option("--override-kv", override_kv,
+                 "KEY=TYPE:VALUE: load the model with this metadata value instead of the file's (TYPE int, float, "
+                 "bool or str; repeatable), e.g. deepseek2.expert_group_count=int:1")
+      ->group(group);
   app.add_flag("--no-mmap", no_mmap, "accepted; latte always maps the model file read-only")->group(group);
   app.add_flag("--mlock", mlock, "accepted; the mapped weights are not locked in memory in this build")->group(group);
   app.add_flag("--log-disable", log_disable, "no notes, warnings or summary line on stderr (errors still print)")
       ->group(group);
+}
+
+ModelOptions SessionFlags::model_options() const {
+  ModelOptions o;
+  o.repack = !no_repack;
+  for (const std::string& spec : override_kv) o.overrides.push_back(parse_metadata_override(spec));
+  return o;
 }
 
 std::string SessionFlags::typed(std::string_view name) const {

@@ -2,7 +2,7 @@
 // -c/--ctx-size, -t/--threads, -b/--batch-size, --cache-type, --mla-mode, --deterministic, and llama.cpp's flags
 // for the same things (-ctk/-ctv, -ub), the GPU placement flags (-ngl, --cpu-moe, --n-cpu-moe,
 // --gpu-budget, -ot, --no-op-offload: they take effect when a GPU backend exists and are noted and
-// run on the CPU otherwise), --no-repack, things this build does not do (-fa off, --no-mmap, --mlock), which
+// run on the CPU otherwise), --no-repack, --override-kv, things this build does not do (-fa off, --no-mmap, --mlock), which
 // are accepted with a one-line note, plus --log-disable.
 #pragma once
 #include <CLI/CLI.hpp>
@@ -31,8 +31,9 @@ struct SessionFlags {
   std::string cache_type_k, cache_type_v;
   int64_t ubatch = 0;  // 0: not given
   bool no_mmap = false, mlock = false, log_disable = false;
-  bool no_op_offload = false;  // -nopo
-  bool no_repack = false;      // -nr
+  bool no_op_offload = false;            // -nopo
+  bool no_repack = false;                // -nr
+  std::vector<std::string> override_kv;  // --override-kv KEY=TYPE:VALUE
   // bench: -ngl and -fa take comma-separated lists, as in llama-bench.
   bool lists = false;
 
@@ -40,8 +41,8 @@ struct SessionFlags {
   // Validated options for a session; throws ggl::Error naming the flag (as typed) for a bad value.
   // Prints the notes for the llama.cpp flags given that this build does not act on.
   SessionOptions options() const;
-  // How to load the model (--no-repack).
-  ModelOptions model_options() const { return {.repack = !no_repack}; }
+  // How to load the model (--no-repack, --override-kv); throws ggl::Error for a malformed override.
+  ModelOptions model_options() const;
   // Warns once when the context exceeds the model's training context (context_warning.h).
   void warn_beyond_training(const Hparams& hp, int64_t n_ctx) const;
   // The placement request for one -ngl value (an item of bench's list), when a placement flag
