@@ -28,10 +28,13 @@
 // for every kernel set, so outside the sets' namespaces.
 namespace ggl::iq_tables {
 
-// The 8 sign bits of the 7 stored (iq_even_signs), by the 7.
-inline constexpr std::array<uint8_t, 128> kEvenSigns = [] {
-  std::array<uint8_t, 128> t{};
-  for (uint32_t i = 0; i < 128; ++i) t[i] = static_cast<uint8_t>(iq_even_signs(i));
+// The signs of 8 values stored as 7 bits (iq_even_signs) as a byte mask, by the 7: byte j is 0xFF
+// where value j is negative (one load per group of 8).
+inline constexpr std::array<uint64_t, 128> kEvenSignMasks = [] {
+  std::array<uint64_t, 128> t{};
+  for (uint32_t i = 0; i < 128; ++i)
+    for (int j = 0; j < 8; ++j)
+      if ((iq_even_signs(i) >> j) & 1) t[i] |= uint64_t{0xFF} << (8 * j);
   return t;
 }();
 
@@ -73,11 +76,14 @@ inline Bytes points4(const uint32_t* grid, const uint32_t (&p)[8]) {
 inline Bytes with_signs(Bytes v, uint32_t signs) {
   return kquant::negate_where(v, kquant::bits_to_bytes(signs, static_cast<char>(0xFF)));
 }
-// The 32 sign bits of four groups stored as 7 bits each (bits 7l..7l+6 of `packed`).
-inline uint32_t even_signs4(uint32_t packed) {
-  uint32_t out = 0;
-  for (int l = 0; l < 4; ++l) out |= static_cast<uint32_t>(iq_tables::kEvenSigns[(packed >> (7 * l)) & 127]) << (8 * l);
-  return out;
+// Bytes negated by the signs of four groups of 8 stored as 7 bits each (s0..s3, iq_even_signs).
+inline Bytes with_even_signs(Bytes v, uint32_t s0, uint32_t s1, uint32_t s2, uint32_t s3) {
+  const auto& m = iq_tables::kEvenSignMasks;
+  return kquant::negate_where(v, kquant::bytes_of_u64(m[s0 & 127], m[s1 & 127], m[s2 & 127], m[s3 & 127]));
+}
+// The same for the four 7-bit fields of `packed` (bits 7l..7l+6).
+inline Bytes with_even_signs(Bytes v, uint32_t packed) {
+  return with_even_signs(v, packed, packed >> 7, packed >> 14, packed >> 21);
 }
 inline uint32_t load_u32(const void* p) {
   uint32_t v;
@@ -120,7 +126,7 @@ struct IQ2_XXS : IqKind<IQ2_XXS, BlockIQ2_XXS, false> {
     const uint32_t points = iq::load_u32(w.qs + 4 * s), signs = iq::load_u32(w.qs + 4 * s + 2);
     const iq::Bytes levels =
         iq::points8(kIq2xxsGrid.v, points & 255, (points >> 8) & 255, (points >> 16) & 255, points >> 24);
-    return {iq::with_signs(levels, iq::even_signs4(signs)), 0.125f * iq::f16(w.d) * iq::odd(signs >> 28)};
+    return {iq::with_even_signs(levels, signs), 0.125f * iq::f16(w.d) * iq::odd(signs >> 28)};
   }
 };
 
@@ -128,9 +134,7 @@ struct IQ2_XS : IqKind<IQ2_XS, BlockIQ2_XS, true> {
   [[gnu::always_inline]] static IqSubBlock sub_block(const Block& w, int s) {
     const uint16_t* q = w.qs + 4 * s;
     const iq::Bytes levels = iq::points8(kIq2xsGrid.v, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511);
-    const uint32_t signs =
-        iq::even_signs4((q[0] >> 9) | ((q[1] >> 9) << 7) | ((q[2] >> 9) << 14) | ((q[3] >> 9) << 21));
-    return {iq::with_signs(levels, signs),
+    return {iq::with_even_signs(levels, q[0] >> 9, q[1] >> 9, q[2] >> 9, q[3] >> 9),
             0.125f * iq::f16(w.d),
             {iq::odd16(w.scales[s] & 15), iq::odd16(w.scales[s] >> 4)}};
   }
@@ -154,7 +158,7 @@ struct IQ3_XXS : IqKind<IQ3_XXS, BlockIQ3_XXS, false> {
     const uint32_t p[8] = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]};
     const uint32_t word = quant::scale_signs_iq3_xxs(w, s);
     const iq::Bytes levels = iq::points4(iq_tables::kIq3XxsBytes.data(), p);
-    return {iq::with_signs(levels, iq::even_signs4(word)), 0.25f * iq::f16(w.d) * iq::odd(word >> 28)};
+    return {iq::with_even_signs(levels, word), 0.25f * iq::f16(w.d) * iq::odd(word >> 28)};
   }
 };
 
@@ -175,8 +179,8 @@ struct IQ1_S : IqKind<IQ1_S, BlockIQ1_S, false> {
     const iq::Bytes levels =
         iq::points8(iq_tables::kIq1sGrid8.v, q[0] | ((high << 8) & 0x700), q[1] | ((high << 5) & 0x700),
                     q[2] | ((high << 2) & 0x700), q[3] | ((high >> 1) & 0x700));
-    const uint32_t negative = 0u - (high >> 15);  // all 32 values shift by -1/8, or none
-    return {kquant::bytes_sub(levels, kquant::bits_to_bytes(negative, 2)),
+    // All 32 values shift by -1/8 (bit 15), or none.
+    return {kquant::bytes_sub(levels, static_cast<char>(2 * (high >> 15))),
             0.125f * iq::f16(w.d) * iq::odd((high >> 12) & 7)};
   }
 };

@@ -252,7 +252,9 @@ void check_repacked_model(const std::string& quantize_args, const std::string& t
   const std::vector<int32_t> tokens = dense_model_tokens();
   std::vector<std::string> compared, without;
   latte::testing::for_each_kernel_set([&](const ggl::CpuKernels& k) {
-    const latte::Model plain(path, {.repack = false});
+    latte::ModelOptions no_repack;
+    no_repack.repack = false;
+    const latte::Model plain(path, no_repack);
     const latte::Model repacked(path);
     EXPECT_EQ(plain.prepared_weights(), nullptr);
     const bool interleaves = k.int16->supports(ggl::kQ8_0_R8, ggl::kQuantBlock);
