@@ -111,6 +111,9 @@ struct IqKind : KindOf<WeightBlock, kSuperBlock, false> {
   static constexpr bool kScalePer16 = kPer16;
   template <class F>
   [[gnu::always_inline]] static void unpack(const WeightBlock& w, F&& f) {
+    // Unrolled: the rows path picks its accumulators by s, which must stay registers (left a
+    // loop, GCC kept them on the stack: an IQ2_XXS decode step measured 1.4x slower).
+#pragma GCC unroll 8
     for (int s = 0; s < kSuperBlock / kQuantBlock; ++s) {
       const IqSubBlock sub = Derived::sub_block(w, s);
       if constexpr (kPer16)
