@@ -22,9 +22,10 @@ struct ChunkedText {
 // The tokens of the text file at text_path (its last newline dropped, as llama.cpp reads -f).
 std::vector<int32_t> text_file_tokens(const Tokenizer& tokenizer, const std::string& text_path);
 
-// The text's tokens and chunks; a text shorter than two chunks is a ggl::Error.
+// The text's tokens and chunks, after leaving out its first skip_chunks chunks (llama-imatrix's
+// --chunk); a text shorter than two chunks (after those) is a ggl::Error.
 ChunkedText chunk_text_file(const Tokenizer& tokenizer, const std::string& text_path, const SessionFlags& flags,
-                            int64_t max_chunks);
+                            int64_t max_chunks, int64_t skip_chunks = 0);
 
 // The flags' session options for chunks of n_ctx tokens: graphs of at most n_ctx tokens.
 SessionOptions chunk_session_options(const SessionFlags& flags, int64_t n_ctx);

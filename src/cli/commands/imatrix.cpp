@@ -40,7 +40,7 @@ int cmd_imatrix(int argc, char** argv) {
       argv[0]};
   std::string model_path, text_path, out_path = "imatrix.gguf", format;
   std::vector<std::string> in_files;
-  int64_t max_chunks = -1;
+  int64_t max_chunks = -1, first_chunk = 0, output_frequency = 10, save_frequency = 0;
   bool process_output = false, no_ppl = false, no_progress = false;
   SessionFlags flags;
   app.add_option("-m,--model", model_path, "GGUF model (needed with -f)");
@@ -52,6 +52,14 @@ int cmd_imatrix(int argc, char** argv) {
       ->check(CLI::IsMember({"gguf", "dat"}));
   app.add_option("--in-file", in_files, "an importance matrix to add to (repeatable; GGUF or .dat)");
   app.add_option("--chunks", max_chunks, "evaluate at most N chunks (default: all the text gives)")->check(integer(1));
+  app.add_option("--chunk", first_chunk, "start from chunk N: the text's first N chunks are left out (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--output-frequency", output_frequency,
+                 "write the importance matrix so far to -o every N chunks (default 10), and at the end")
+      ->check(integer(1));
+  app.add_option("--save-frequency", save_frequency,
+                 "also keep a copy every N chunks, as OUTPUT.at_<chunks> (default 0: none)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--process-output", process_output, "also collect for the output head (output.weight)");
   app.add_flag("--no-ppl", no_ppl, "do not compute the perplexity of the chunks");
   app.add_flag("--no-progress", no_progress, "no progress bar (drawn on stderr only when stdout is not a terminal)");
@@ -69,11 +77,15 @@ int cmd_imatrix(int argc, char** argv) {
 
   eval::ImatrixCollector collector(process_output);
   for (const std::string& in : in_files) collector.sums().merge(eval::ImatrixSums::load(in));
+  const bool legacy = legacy_output(format, out_path);
+  auto write = [&](const std::string& path) {
+    return legacy ? collector.sums().write_legacy(path) : collector.sums().write_gguf(path);
+  };
 
   if (!text_path.empty()) {
     const Model model(model_path, flags.model_options());
     const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model.file());
-    const auto [tokens, n_ctx, n_chunk] = chunk_text_file(*tokenizer, text_path, flags, max_chunks);
+    const auto [tokens, n_ctx, n_chunk] = chunk_text_file(*tokenizer, text_path, flags, max_chunks, first_chunk);
     SessionOptions options = chunk_session_options(flags, n_ctx);
     options.cache_type = ggl::Type::F32;
     options.mla_mode = MlaMode::kNaive;
@@ -81,6 +93,7 @@ int cmd_imatrix(int argc, char** argv) {
     // device would cut into parts of its own: the whole pass stays on the CPU.
     options.placement.reset();
     collector.attach(options);
+    collector.sums().datasets.push_back(text_path);  // before the chunks: the files written on the way name it too
     flags.warn_beyond_training(model.hparams(), n_ctx);
     Session session(model, options);
     flags.note_offload(session);
@@ -100,16 +113,19 @@ int cmd_imatrix(int argc, char** argv) {
                                                            bar.chunk_done(chunk, no_ppl ? 0.0 : s.ppl());
                                                            if (!no_ppl)
                                                              print_now(fmt::format("[{}]{:.4f},", chunk, s.ppl()));
+                                                           // As llama-imatrix: the file so far, and copies.
+                                                           if (chunk % output_frequency == 0 && chunk < n_chunk)
+                                                             write(out_path);
+                                                           if (save_frequency > 0 && chunk % save_frequency == 0)
+                                                             write(fmt::format("{}.at_{}", out_path, chunk));
                                                          }},
                                                     collector);
     bar.finish();
     if (!no_ppl) print_now(fmt::format("\nFinal estimate: PPL = {:.4f} +/- {:.5f}\n", nll.ppl(), nll.ppl_error()));
-    collector.sums().datasets.push_back(text_path);
   }
 
   const eval::ImatrixSums& sums = collector.sums();
-  const bool legacy = legacy_output(format, out_path);
-  const eval::ImatrixWriteReport report = legacy ? sums.write_legacy(out_path) : sums.write_gguf(out_path);
+  const eval::ImatrixWriteReport report = write(out_path);
   for (const std::string& s : report.skipped) std::fprintf(stderr, "imatrix: not written: %s\n", s.c_str());
   std::fprintf(stderr, "imatrix: wrote %lld entries (%lld chunks) to %s (%s)\n", static_cast<long long>(report.written),
                static_cast<long long>(sums.chunks), out_path.c_str(), legacy ? "legacy .dat" : "GGUF");

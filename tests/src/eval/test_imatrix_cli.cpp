@@ -234,6 +234,40 @@ TEST_F(ImatrixCli, InFilesMerge) {
   EXPECT_EQ(latte::convert::ImportanceMatrix::load((dir_ / "m.gguf").string()).chunks(), 3);
 }
 
+// --chunk K leaves the text's first K chunks out: the sums are additive over chunks, so chunks
+// [0, 3) are chunk 0 plus chunks [1, 3).
+TEST_F(ImatrixCli, ChunkStartsLater) {
+  LATTE_REQUIRE_SHARED(kMla);
+  const auto all = read_gguf(collect(kMla, "all.gguf", 3, "--no-ppl"));
+  const auto first = read_gguf(collect(kMla, "first.gguf", 1, "--no-ppl"));
+  const auto rest = read_gguf(collect(kMla, "rest.gguf", 2, "--no-ppl --chunk 1"));
+  ASSERT_EQ(all.size(), rest.size());
+  for (const auto& [name, e] : all) {
+    for (size_t i = 0; i < e.sums.size(); ++i)
+      EXPECT_NEAR(e.sums[i], first.at(name).sums[i] + rest.at(name).sums[i], 1e-5 * e.sums[i] + 1e-12) << name;
+    for (size_t i = 0; i < e.counts.size(); ++i)
+      EXPECT_EQ(e.counts[i], first.at(name).counts[i] + rest.at(name).counts[i]);
+  }
+  EXPECT_EQ(latte::convert::ImportanceMatrix::load((dir_ / "rest.gguf").string()).chunks(), 2);
+}
+
+// --save-frequency N keeps OUTPUT.at_<chunks> every N chunks, each the matrix of the chunks so far;
+// --output-frequency writes OUTPUT on the way (and it ends as the whole run's).
+TEST_F(ImatrixCli, SaveFrequencyKeepsCopies) {
+  LATTE_REQUIRE_SHARED(kMla);
+  const fs::path out = collect(kMla, "m.gguf", 3, "--no-ppl --output-frequency 1 --save-frequency 2");
+  EXPECT_TRUE(fs::exists(dir_ / "m.gguf.at_2"));
+  EXPECT_FALSE(fs::exists(dir_ / "m.gguf.at_1"));
+  EXPECT_FALSE(fs::exists(dir_ / "m.gguf.at_3"));
+  EXPECT_EQ(latte::convert::ImportanceMatrix::load(out.string()).chunks(), 3);
+  const auto copy = read_gguf(dir_ / "m.gguf.at_2"), two = read_gguf(collect(kMla, "two.gguf", 2, "--no-ppl"));
+  ASSERT_EQ(copy.size(), two.size());
+  for (const auto& [name, e] : two) {
+    EXPECT_EQ(copy.at(name).counts, e.counts) << name;
+    for (size_t i = 0; i < e.sums.size(); ++i) EXPECT_NEAR(copy.at(name).sums[i], e.sums[i], 1e-6 * e.sums[i]) << name;
+  }
+}
+
 TEST_F(ImatrixCli, ProcessOutputAddsTheHead) {
   LATTE_REQUIRE_SHARED(kStories);
   const auto e = read_gguf(collect(kStories, "a.gguf", 2, "--process-output --no-ppl"));
@@ -251,6 +285,9 @@ TEST_F(ImatrixCli, BadInputIsOneLine) {
                "needs at least 1024");
   expect_error("--in-file " + shell_quoted(dir_ / "short.txt") + " -o " + shell_quoted(dir_ / "x.gguf"), "short.txt");
   expect_error(m + " -f " + shell_quoted(story()) + " --output-format xyz", "--output-format");
+  expect_error(m + " -f " + shell_quoted(story()) + " -c 128 --chunk 1000 -o " + shell_quoted(dir_ / "x.gguf"),
+               "--chunk 1000: the text has");
+  expect_error(m + " -f " + shell_quoted(story()) + " --output-frequency 0", "--output-frequency");
   EXPECT_FALSE(fs::exists(dir_ / "x.gguf"));
 }
 
