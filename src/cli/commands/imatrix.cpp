@@ -102,6 +102,7 @@ int cmd_imatrix(int argc, char** argv) {
                  tokens.size(), static_cast<long long>(n_chunk), static_cast<long long>(n_ctx),
                  static_cast<long long>(options.n_batch));
     eval::ChunkProgress bar(n_chunk, !no_progress);
+    const int64_t last_chunk = n_chunk;  // (clang < 16 does not let a lambda capture a structured binding)
     const eval::NllSums nll = eval::collect_imatrix(session, tokens,
                                                     {.n_ctx = n_ctx,
                                                      .n_chunk = n_chunk,
@@ -114,7 +115,7 @@ int cmd_imatrix(int argc, char** argv) {
                                                            if (!no_ppl)
                                                              print_now(fmt::format("[{}]{:.4f},", chunk, s.ppl()));
                                                            // As llama-imatrix: the file so far, and copies.
-                                                           if (chunk % output_frequency == 0 && chunk < n_chunk)
+                                                           if (chunk % output_frequency == 0 && chunk < last_chunk)
                                                              write(out_path);
                                                            if (save_frequency > 0 && chunk % save_frequency == 0)
                                                              write(fmt::format("{}.at_{}", out_path, chunk));
