@@ -39,6 +39,21 @@ enum class Type : uint32_t {
   BF16 = 30,
 };
 
+// The i-quants whose values are points of a grid (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS,
+// IQ3_S; not IQ4_NL / IQ4_XS, which are a 16-level table).
+constexpr bool is_grid_iquant(Type t) {
+  switch (t) {
+    case Type::IQ1_S:
+    case Type::IQ1_M:
+    case Type::IQ2_XXS:
+    case Type::IQ2_XS:
+    case Type::IQ2_S:
+    case Type::IQ3_XXS:
+    case Type::IQ3_S: return true;
+    default: return false;
+  }
+}
+
 // Ids from kFirstBackendLayout on are never in a file: each tags a backend's own in-memory
 // arrangement of a file type's blocks (the CPU's interleaved rows, cpu/interleaved.h), which
 // only that backend names, writes and reads. backend_layout(file type, n) is a backend's layout

@@ -1,11 +1,15 @@
 // Normally distributed test values, reproducible from a seed.
 #pragma once
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
+#include "ggml-like/core/fp16.h"
 #include "ggml-like/core/types.h"
+#include "ggml-like/quant/iq1.h"
 #include "ggml-like/quant/quant.h"
 
 namespace latte::testing {
@@ -67,6 +71,35 @@ inline QuantizedRows quantized_rows(ggl::Type t, int64_t rows, int64_t n, std::m
     for (float& v : src) v = normal(rng) * scale + offset;
     ggl::quantize_row(t, src.data(), out.bytes.data() + r * out.stride, n, weights);
     ggl::dequantize_row(t, out.bytes.data() + r * out.stride, out.values.data() + r * n, n);
+  }
+  return out;
+}
+
+// i-quant rows as random blocks: every byte pattern is a valid block (grid indices, signs, scales
+// and shifts all uniform, each grid point drawn about equally often), with the super-block scale
+// set to one of five sane magnitudes. (The reference quantizer's searches would be most of these
+// tests' time, under qemu far more, and reach fewer grid points.) IQ1_M keeps its fp16 scale in
+// the top nibbles of its four scale words.
+inline QuantizedRows random_iquant_rows(ggl::Type t, int64_t rows, int64_t n, std::mt19937& rng) {
+  QuantizedRows out{ggl::row_bytes(t, n), {}, std::vector<float>(rows * n)};
+  out.bytes.resize(out.stride * rows);
+  std::uniform_int_distribution<int> byte(0, 255);
+  const size_t block_bytes = ggl::traits(t).block_bytes;
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* row = out.bytes.data() + r * out.stride;
+    for (size_t i = 0; i < out.stride; ++i) row[i] = static_cast<uint8_t>(byte(rng));
+    const uint16_t d = ggl::f32_to_fp16(0.002f * static_cast<float>(1 + r % 5));
+    for (size_t b = 0; b < out.stride / block_bytes; ++b) {
+      uint8_t* block = row + b * block_bytes;
+      if (t == ggl::Type::IQ1_M) {
+        uint8_t* scales = block + offsetof(ggl::BlockIQ1_M, scales);
+        for (int i = 0; i < 4; ++i)
+          scales[2 * i + 1] = static_cast<uint8_t>((scales[2 * i + 1] & 0x0F) | ((d >> (4 * i)) & 0xF) << 4);
+      } else {
+        std::memcpy(block, &d, sizeof d);
+      }
+    }
+    ggl::dequantize_row(t, row, out.values.data() + r * n, n);
   }
   return out;
 }

@@ -25,7 +25,7 @@
 // Each Kind has Block (the weight block), kValues (values per block), kHasMin, kHasSkew (then also
 // skews(block, out): each sub-block's skew), and
 // unpack(block, f), which calls f(s, weights, d, m) for every sub-block s of the block in order
-// (weights: Weights or UnsignedBytes, each with store() and sums())
+// (weights: Weights, UnsignedBytes or SignedBytes, each with store() and sums())
 // (inlined by force: left a call, the rows path's accumulators went through memory).
 #pragma once
 #if defined(__aarch64__)

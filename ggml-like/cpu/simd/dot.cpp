@@ -291,11 +291,13 @@ struct IqDecoder {
   static constexpr int kChunksPerBlock = kSubBlocks;
   static constexpr size_t kBlockBytes = sizeof(typename Kind::Block);
   static void chunk(const uint8_t* p, int sub, Floats* w) {
-    const unpack16::IqSubBlock s = Kind::sub_block(*reinterpret_cast<const typename Kind::Block*>(p), sub);
+    const auto& block = *reinterpret_cast<const typename Kind::Block*>(p);
+    const unpack16::IqSubBlock s = Kind::sub_block(block, Kind::signs(block), sub);
     alignas(32) int8_t q[kChunk];
-    kquant::store32(q, s.q);
+    kquant::store32(q, Kind::values(s));
+    const float step = Kind::step(block);
     for (int v = 0; v < kVecsPerChunk; ++v)
-      w[v] = to_floats(widen_s8(q + v * kLanes)) * Floats(s.d * static_cast<float>(s.scale[v * kLanes / 16]));
+      w[v] = to_floats(widen_s8(q + v * kLanes)) * Floats(step * static_cast<float>(s.scale16(v * kLanes / 16)));
   }
 };
 template <>

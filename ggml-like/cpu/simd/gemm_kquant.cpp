@@ -1,11 +1,11 @@
-// The 8-bit integer products of the K-quant / IQ4 / Q5 weight types (int_gemm.h), on the rows path
-// only (no panels: IntGemm's panel members are null): op_matmul.cpp takes them for the routed
-// experts of a decode step, and for Q2_K's routed experts (the 16-bit GEMM, which has the panels
-// and takes these types elsewhere, does not take Q2_K). Two activation formats, as the reference
-// engine's dot products take them
-// (kquant_blocks.h):
+// The 8-bit integer products of the K-quant / IQ4 / Q5 / i-quant weight types (int_gemm.h), on the
+// rows path only (no panels: IntGemm's panel members are null): op_matmul.cpp takes them for the
+// routed experts of a decode step, and for Q2_K's routed experts (the 16-bit GEMM, which has the
+// panels and takes these types elsewhere, does not take Q2_K). Two activation formats, as the
+// reference engine's dot products take them (kquant_blocks.h, iquant_blocks.h):
 //   kInt8KGemm:   Q8_K columns (256-value blocks: float d, int8 q, int16 sums per 16) for
-//                 Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS;
+//                 Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS and IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS,
+//                 IQ2_S, IQ3_XXS, IQ3_S;
 //   kInt8B32Gemm: Q8_0 columns (int8 q[n] | float d[n/32] | int32 qsum[n/32], parts 64-byte
 //                 aligned; qsum = the block's quant sum) for Q5_0, Q5_1, IQ4_NL.
 // The rows are walked as gemm_rows.h's are (row_walk.h).
@@ -16,6 +16,7 @@
 #include "ggml-like/cpu/arch/x86/kquant_blocks.h"
 #if GGL_KQUANT_GEMM
 #include "ggml-like/cpu/arch/x86/gemm_rows_x86.h"
+#include "ggml-like/cpu/arch/x86/iquant_blocks.h"
 #endif
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/cpu/simd/row_walk.h"
@@ -70,10 +71,30 @@ void multiply_rows_of(const uint8_t* w, size_t row_stride, int64_t rows, int64_t
 
 kquant::Q8KColumn q8k_view(const void* p, int64_t) { return static_cast<const BlockQ8_K*>(p); }
 
+// Calls body.template operator()<Kind>() with the Kind of type t and returns true, or returns
+// false where this GEMM does not take t.
+template <class Body>
+bool with_k_kind(Type t, Body&& body) {
+  switch (t) {
+    case Type::Q2_K: body.template operator()<kquant::KindQ2_K>(); return true;
+    case Type::Q3_K: body.template operator()<kquant::KindQ3_K>(); return true;
+    case Type::Q4_K: body.template operator()<kquant::KindQ4_K>(); return true;
+    case Type::Q5_K: body.template operator()<kquant::KindQ5_K>(); return true;
+    case Type::Q6_K: body.template operator()<kquant::KindQ6_K>(); return true;
+    case Type::IQ4_XS: body.template operator()<kquant::KindIQ4_XS>(); return true;
+    case Type::IQ2_XXS: body.template operator()<kquant::KindIquant<unpack16::IQ2_XXS>>(); return true;
+    case Type::IQ2_XS: body.template operator()<kquant::KindIquant<unpack16::IQ2_XS>>(); return true;
+    case Type::IQ2_S: body.template operator()<kquant::KindIquant<unpack16::IQ2_S>>(); return true;
+    case Type::IQ3_XXS: body.template operator()<kquant::KindIquant<unpack16::IQ3_XXS>>(); return true;
+    case Type::IQ3_S: body.template operator()<kquant::KindIquant<unpack16::IQ3_S>>(); return true;
+    case Type::IQ1_S: body.template operator()<kquant::KindIquant<unpack16::IQ1_S>>(); return true;
+    case Type::IQ1_M: body.template operator()<kquant::KindIquant<unpack16::IQ1_M>>(); return true;
+    default: return false;
+  }
+}
+
 bool k_supports(Type t, int64_t n) {
-  const bool typed =
-      t == Type::Q2_K || t == Type::Q3_K || t == Type::Q4_K || t == Type::Q5_K || t == Type::Q6_K || t == Type::IQ4_XS;
-  return int_gemm_enabled() && typed && n > 0 && n % kSuperBlock == 0;
+  return int_gemm_enabled() && with_k_kind(t, []<class>() {}) && n > 0 && n % kSuperBlock == 0;
 }
 
 size_t k_column_bytes(int64_t n) { return round64(n / kSuperBlock * sizeof(BlockQ8_K)); }
@@ -84,16 +105,7 @@ void k_quantize_column(const float* x, int64_t n, void* column) {
 
 void k_multiply_rows(Type t, const uint8_t* w, size_t row_stride, int64_t rows, int64_t n, const void* const* columns,
                      float* const* y, int64_t n_cols) {
-  auto run = [&]<class Kind>() { multiply_rows_of<Kind>(w, row_stride, rows, n, columns, y, n_cols, q8k_view); };
-  switch (t) {
-    case Type::Q2_K: return run.template operator()<kquant::KindQ2_K>();
-    case Type::Q3_K: return run.template operator()<kquant::KindQ3_K>();
-    case Type::Q4_K: return run.template operator()<kquant::KindQ4_K>();
-    case Type::Q5_K: return run.template operator()<kquant::KindQ5_K>();
-    case Type::Q6_K: return run.template operator()<kquant::KindQ6_K>();
-    case Type::IQ4_XS: return run.template operator()<kquant::KindIQ4_XS>();
-    default: return;  // supports() said no: never called
-  }
+  with_k_kind(t, [&]<class Kind>() { multiply_rows_of<Kind>(w, row_stride, rows, n, columns, y, n_cols, q8k_view); });
 }
 
 // ---- kInt8B32Gemm: Q8_0 activations ----

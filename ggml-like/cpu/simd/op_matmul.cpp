@@ -70,7 +70,10 @@ namespace {
 // the 16-bit GEMM too (8-bit activations everywhere measured too far from the exact logits on the
 // kquant fixtures), except the routed experts of a decode step (fewer than kIntGemmMinCols
 // columns), which keep the reference engine's 8-bit activations on the rows path (gemm_kquant.cpp;
-// there alone they stay within its distance; the figures are in the same section).
+// there alone they stay within its distance; the figures are in the same section). The grid
+// i-quants (IQ1..IQ3) follow the same rule, their routed experts on the Q8_K rows: 8-bit
+// activations in every decode product, a step per 256 or per 32 values, measured too far on the
+// iquant fixtures (the same section).
 // Batch-invariant graphs (graph.h) make neither choice by the number of columns: the 16-bit GEMM
 // wherever it applies, and always its panels (a column's result on the rows path is rounded
 // differently).

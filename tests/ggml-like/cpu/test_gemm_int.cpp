@@ -62,35 +62,6 @@ bool is_iquant(Type t) {
   return std::find(std::begin(kIquantTypes), std::end(kIquantTypes), t) != std::end(kIquantTypes);
 }
 
-// i-quant rows as random blocks: every byte pattern is a valid block (grid indices, signs, scales
-// and shifts all uniform, each grid point drawn about equally often), with the super-block scale
-// set to one of five sane magnitudes. (The reference quantizer's searches would be most of these
-// tests' time, under qemu far more, and reach fewer grid points.) IQ1_M keeps its fp16 scale in
-// the top nibbles of its four scale words.
-latte::testing::QuantizedRows random_iquant_rows(Type t, int64_t rows, int64_t n, std::mt19937& rng) {
-  latte::testing::QuantizedRows out{ggl::row_bytes(t, n), {}, std::vector<float>(rows * n)};
-  out.bytes.resize(out.stride * rows);
-  std::uniform_int_distribution<int> byte(0, 255);
-  const size_t block_bytes = ggl::traits(t).block_bytes;
-  for (int64_t r = 0; r < rows; ++r) {
-    uint8_t* row = out.bytes.data() + r * out.stride;
-    for (size_t i = 0; i < out.stride; ++i) row[i] = static_cast<uint8_t>(byte(rng));
-    const uint16_t d = ggl::f32_to_fp16(0.002f * static_cast<float>(1 + r % 5));
-    for (size_t b = 0; b < out.stride / block_bytes; ++b) {
-      uint8_t* block = row + b * block_bytes;
-      if (t == Type::IQ1_M) {
-        uint8_t* scales = block + offsetof(ggl::BlockIQ1_M, scales);
-        for (int i = 0; i < 4; ++i)
-          scales[2 * i + 1] = static_cast<uint8_t>((scales[2 * i + 1] & 0x0F) | ((d >> (4 * i)) & 0xF) << 4);
-      } else {
-        std::memcpy(block, &d, sizeof d);
-      }
-    }
-    ggl::dequantize_row(t, row, out.values.data() + r * n, n);
-  }
-  return out;
-}
-
 // The min m of value i of a row, for the types whose values are d * w + m with a min per 32 (Q2_K:
 // per 16) (rounding the activations touches only the d * w part: the min multiplies their exact
 // sum).
@@ -124,7 +95,7 @@ void check(const Api& ig, Path path, const Case& k, uint32_t seed) {
   // its plain type's and interleaved (cpu/interleaved.h).
   const latte::testing::QuantizedRows q =
       is_iquant(k.type)
-          ? random_iquant_rows(k.type, k.rows, k.n, rng)
+          ? latte::testing::random_iquant_rows(k.type, k.rows, k.n, rng)
           : latte::testing::quantized_rows(ggl::plain_type(k.type), k.rows, k.n, rng, normal, k.type == Type::Q4_1);
   const size_t stride = q.stride;
   std::vector<uint8_t> w = q.bytes;

@@ -1,5 +1,6 @@
-// The integer rows kernels of the K-quant / IQ4 / Q5 types (gemm_kquant.cpp), with every kernel
-// set this build has and this CPU runs: rows quantized by the reference quantizer, activation
+// The integer rows kernels of the K-quant / IQ4 / Q5 / i-quant types (gemm_kquant.cpp), with every
+// kernel set this build has and this CPU runs: rows quantized by the reference quantizer (the
+// i-quants: random blocks, which reach every grid point, sign and scale), activation
 // columns quantized as the reference engine quantizes them for these types (Q8_K for the
 // super-block types, Q8_0 for the 32-value ones), and the kernel's products held to the products
 // of the dequantized rows and the dequantized activations, in double. Those are the same integers
@@ -27,10 +28,13 @@ namespace test_kquant_gemm {
 using ggl::Type;
 
 constexpr Type kSuperBlockTypes[] = {Type::Q4_K, Type::Q6_K, Type::Q5_K, Type::Q3_K, Type::Q2_K, Type::IQ4_XS};
+constexpr Type kGridIquantTypes[] = {Type::IQ1_S, Type::IQ1_M,   Type::IQ2_XXS, Type::IQ2_XS,
+                                     Type::IQ2_S, Type::IQ3_XXS, Type::IQ3_S};
 constexpr Type kBlock32Types[] = {Type::Q5_0, Type::Q5_1, Type::IQ4_NL};
 
 bool is_super_block(Type t) {
-  return std::find(std::begin(kSuperBlockTypes), std::end(kSuperBlockTypes), t) != std::end(kSuperBlockTypes);
+  return std::find(std::begin(kSuperBlockTypes), std::end(kSuperBlockTypes), t) != std::end(kSuperBlockTypes) ||
+         ggl::is_grid_iquant(t);
 }
 
 // The GEMM of a kernel set for type t.
@@ -62,7 +66,9 @@ void check(const ggl::IntGemm& gemm, const Case& k, uint32_t seed) {
   ASSERT_TRUE(gemm.supports(k.type, k.n));
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const latte::testing::QuantizedRows q = latte::testing::quantized_rows(k.type, k.rows, k.n, rng, normal);
+  const latte::testing::QuantizedRows q = ggl::is_grid_iquant(k.type)
+                                              ? latte::testing::random_iquant_rows(k.type, k.rows, k.n, rng)
+                                              : latte::testing::quantized_rows(k.type, k.rows, k.n, rng, normal);
   const size_t stride = q.stride;
   const std::vector<uint8_t>& w = q.bytes;
   const std::vector<float>& wf = q.values;
@@ -134,6 +140,8 @@ TEST_P(KQuantGemm, MatchesDequantizedProductsOnEveryKernelSet) {
 
 INSTANTIATE_TEST_SUITE_P(SuperBlocks, KQuantGemm, ::testing::ValuesIn(kSuperBlockTypes),
                          [](const auto& info) { return std::string(ggl::type_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(GridIquants, KQuantGemm, ::testing::ValuesIn(kGridIquantTypes),
+                         [](const auto& info) { return std::string(ggl::type_name(info.param)); });
 INSTANTIATE_TEST_SUITE_P(Blocks32, KQuantGemm, ::testing::ValuesIn(kBlock32Types),
                          [](const auto& info) { return std::string(ggl::type_name(info.param)); });
 
@@ -141,7 +149,8 @@ INSTANTIATE_TEST_SUITE_P(Blocks32, KQuantGemm, ::testing::ValuesIn(kBlock32Types
 TEST(KQuantGemmSupport, WholeFamiliesAndWholeBlocks) {
   latte::testing::for_each_kernel_set([](const ggl::CpuKernels& k) {
     for (std::span<const Type> family :
-         {std::span<const Type>(kSuperBlockTypes), std::span<const Type>(kBlock32Types)}) {
+         {std::span<const Type>(kSuperBlockTypes), std::span<const Type>(kGridIquantTypes),
+          std::span<const Type>(kBlock32Types)}) {
       const Type first = family[0];
       const ggl::IntGemm& gemm = gemm_for(k, first);
       const int64_t unit = is_super_block(first) ? ggl::kSuperBlock : ggl::kQuantBlock;

@@ -61,6 +61,9 @@ inline Bytes bits_to_bytes(uint32_t bits, uint8_t value) {
           vandq_u8(vtstq_u8(vqtbl1q_u8(source, vld1q_u8(kSpread + 16)), bit), v)};
 }
 
+// Bytes negated where bit e of `bits` is set (byte e).
+inline Bytes negate_where_bits(Bytes v, uint32_t bits) { return negate_where(v, bits_to_bytes(bits, 0xFF)); }
+
 inline Bytes iq4_lookup(Bytes nibbles) {
   const uint8x16_t table = vreinterpretq_u8_s8(vld1q_s8(kIq4Values));
   return {vqtbl1q_u8(table, nibbles.lo), vqtbl1q_u8(table, nibbles.hi)};

@@ -46,12 +46,21 @@ struct UnsignedBytes {
   void store(int16_t* out) const { widen_unsigned(bytes).store(out); }
 };
 
+// Signed weights that fit bytes (the i-quants with a scale per 32 values): widened as the others.
+struct SignedBytes {
+  Bytes bytes;
+  void store(int16_t* out) const { widen_signed(bytes).store(out); }
+};
+
 // 8 int32 lane sums of the 32 products of a sub-block's weights and its int16 activations q.
 inline gemm_rows_arm::RowSums sums(const Weights& w, const int16_t* q, const int8_t* hi, const uint8_t* lo) {
   return gemm_steps::PairRows::sums(w, q, hi, lo);
 }
 inline gemm_rows_arm::RowSums sums(const UnsignedBytes& w, const int16_t* q, const int8_t* hi, const uint8_t* lo) {
   return sums(widen_unsigned(w.bytes), q, hi, lo);
+}
+inline gemm_rows_arm::RowSums sums(const SignedBytes& w, const int16_t* q, const int8_t* hi, const uint8_t* lo) {
+  return sums(widen_signed(w.bytes), q, hi, lo);
 }
 
 // out[i] = v[i] * scale for 8 bytes v (Q4_K / Q5_K's 8 sub-block scales or mins at once).

@@ -42,6 +42,16 @@ inline __m256i bits_to_bytes(uint32_t bits, char value) {
   return mask8(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), value);
 }
 
+// Bytes negated where bit e of `bits` is set (byte e): one masked subtraction where the set has
+// AVX-512BW's byte masks.
+inline __m256i negate_where_bits(__m256i v, uint32_t bits) {
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+  return _mm256_mask_sub_epi8(v, bits, _mm256_setzero_si256(), v);
+#else
+  return negate_where(v, bits_to_bytes(bits, static_cast<char>(0xFF)));
+#endif
+}
+
 // The IQ4 levels, in both 128-bit lanes, for a byte shuffle.
 inline __m256i iq4_table() {
   return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));

@@ -71,6 +71,24 @@ inline __m256i sums(const UnsignedBytes& w, const int16_t* q, const int8_t* hi, 
 #endif
 }
 
+// Signed weights kept as the 32 bytes in element order (the i-quants with a scale per 32 values,
+// |w| <= 62): the AVX-512 / AVX-VNNI rows path multiplies them as bytes; elsewhere they widen.
+struct SignedBytes {
+  __m256i bytes;
+  void store(int16_t* out) const { widen_signed(bytes).store(out); }
+};
+inline __m256i sums(const SignedBytes& w, const int16_t* q, const int8_t* hi, const uint8_t* lo) {
+#if GGL_VNNI256
+  // As for UnsignedBytes, with the weights' signs moved onto the (signed) high bytes and the
+  // signed weights taking the unsigned low bytes' side (exact: at most 4 * 62 * 255 per lane).
+  const __m256i high =
+      vnni256::dpbusd(_mm256_setzero_si256(), _mm256_abs_epi8(w.bytes), _mm256_sign_epi8(load32(hi), w.bytes));
+  return vnni256::dpbusd(_mm256_slli_epi32(high, 8), load32(lo), w.bytes);
+#else
+  return sums(widen_signed(w.bytes), q, hi, lo);
+#endif
+}
+
 // out[i] = v[i] * scale for 8 bytes v (Q4_K / Q5_K's 8 sub-block scales or mins at once).
 inline void scaled_floats(const uint8_t* v, float scale, float* out) {
   const __m256 floats = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(v))));
