@@ -18,6 +18,8 @@
 #include "ggml-like/quant/iq3.h"
 #include "ggml-like/quant/quant.h"
 
+#include "ggml-like/cpu/iq_tables.h"
+
 #include "ggml-like/cpu/arch/arm/neon/dot_lanes.h"
 #include "ggml-like/cpu/arch/iquant_unpack.h"
 #include "ggml-like/cpu/arch/avx512_undefined.h"
@@ -339,20 +341,15 @@ template <>
 struct Decoder<Type::IQ1_S> : GridDecoder<BlockIQ1_S, quant::decode_iq1_s> {};
 template <>
 struct Decoder<Type::IQ1_M> : GridDecoder<BlockIQ1_M, quant::decode_iq1_m> {};
-// IQ3_XXS and IQ3_S: each group of 4 values is a grid point's magnitudes (a table of the points'
-// values as bytes, made at compile time from the grid codes) with 4 sign bits; a sub-block's 32
-// signed magnitudes go through bytes, then one scale.
-template <int kPoints, int (*kValue)(int)>
-inline constexpr auto kIq3Magnitudes = [] {
-  std::array<std::array<int8_t, 4>, kPoints> v{};
-  const uint16_t* codes = kPoints == kIq3XxsGridPoints ? kIq3XxsGrid : kIq3SGrid;
-  for (int p = 0; p < kPoints; ++p)
-    for (int i = 0; i < 4; ++i) v[p][i] = static_cast<int8_t>(kValue(iq3_level(codes[p], i)));
-  return v;
-}();
-// Group k's 4 values: point's magnitudes, negated where bit i of signs is set.
-inline void signed_group(const std::array<int8_t, 4>& magnitudes, uint32_t signs, int8_t* q) {
-  for (int i = 0; i < 4; ++i) q[i] = static_cast<int8_t>((signs >> i) & 1 ? -magnitudes[i] : magnitudes[i]);
+// IQ3_XXS and IQ3_S: each group of 4 values is a grid point's magnitudes (iq_tables.h: a point's
+// 4 values as the bytes of a word) with 4 sign bits; a sub-block's 32 signed magnitudes go
+// through bytes, then one scale.
+// Group k's 4 values: the point's magnitudes, negated where bit i of signs is set.
+inline void signed_group(uint32_t magnitudes, uint32_t signs, int8_t* q) {
+  for (int i = 0; i < 4; ++i) {
+    const auto m = static_cast<int8_t>((magnitudes >> (8 * i)) & 0xFF);
+    q[i] = static_cast<int8_t>((signs >> i) & 1 ? -m : m);
+  }
 }
 inline void scale_bytes(const int8_t* q, float scale, Floats* w) {
   const Floats s(scale);
@@ -369,8 +366,8 @@ struct Decoder<Type::IQ3_XXS> {
     const uint32_t word = quant::scale_signs_iq3_xxs(b, sub);
     alignas(64) int8_t q[kChunk];
     for (int k = 0; k < kChunk / 4; ++k)
-      signed_group(kIq3Magnitudes<kIq3XxsGridPoints, iq3_xxs_value>[b.qs[8 * sub + k]],
-                   iq_even_signs(word >> (7 * (k / 2))) >> (4 * (k % 2)), q + 4 * k);
+      signed_group(iq_tables::kIq3XxsBytes[b.qs[8 * sub + k]], iq_even_signs(word >> (7 * (k / 2))) >> (4 * (k % 2)),
+                   q + 4 * k);
     scale_bytes(q, fp16_to_f32(b.d) * (0.5f + static_cast<float>(word >> 28)) * 0.5f, w);
   }
 };
@@ -384,7 +381,7 @@ struct Decoder<Type::IQ3_S> {
     const auto& b = *reinterpret_cast<const BlockIQ3_S*>(p);
     alignas(64) int8_t q[kChunk];
     for (int k = 0; k < kChunk / 4; ++k)
-      signed_group(kIq3Magnitudes<kIq3SGridPoints, iq3_s_value>[quant::point_iq3_s(b, sub, k)],
+      signed_group(iq_tables::kIq3SBytes[quant::point_iq3_s(b, sub, k)],
                    static_cast<uint32_t>(b.signs[4 * sub + k / 2]) >> (4 * (k % 2)), q + 4 * k);
     const int ls = (b.scales[sub / 2] >> (4 * (sub % 2))) & 0x0f;
     scale_bytes(q, fp16_to_f32(b.d) * static_cast<float>(1 + 2 * ls), w);
