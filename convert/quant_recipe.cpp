@@ -8,6 +8,7 @@
 
 #include "convert/text.h"
 #include "ggml-like/core/error.h"
+#include "ggml-like/core/types.h"
 #include "ggml-like/quant/quant.h"
 
 namespace latte::convert {
@@ -100,15 +101,8 @@ bool use_more_bits(int i_layer, int n_layer) {
 // The type a tensor whose rows do not divide into `t`'s blocks takes instead.
 TensorTypeChoice fallback(const std::string& name, int64_t ne0, Type t) {
   if (fits(t, ne0)) return {t, ""};
-  Type fb = Type::F16;
+  Type fb = ggl::is_grid_iquant(t) ? Type::IQ4_NL : Type::F16;
   switch (t) {
-    case Type::IQ1_S:
-    case Type::IQ1_M:
-    case Type::IQ2_XXS:
-    case Type::IQ2_XS:
-    case Type::IQ2_S:
-    case Type::IQ3_XXS:
-    case Type::IQ3_S:
     case Type::Q2_K:
     case Type::Q3_K:
     case Type::IQ4_XS: fb = Type::IQ4_NL; break;

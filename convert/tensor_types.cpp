@@ -15,7 +15,6 @@ void encode_rows(ggl::Type t, int64_t ne0, int64_t rows, const RowFill& fill, ui
   const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(ne0, 1));
   const size_t rb = ggl::row_bytes(t, ne0);
   std::vector<float> buf(static_cast<size_t>(std::min(chunk_rows, rows) * ne0));
-  bool failure_flag = false;
   for (int64_t r = 0; r < rows; r += chunk_rows) {
     const int64_t n = std::min(chunk_rows, rows - r);
     fill(r, n, buf.data());
@@ -26,6 +25,7 @@ void encode_rows(ggl::Type t, int64_t ne0, int64_t rows, const RowFill& fill, ui
     // An exception may not leave an OpenMP region (the process would abort): the first one a row
     // throws is kept, the other rows skip their work, and it is rethrown after the loop.
     std::exception_ptr failure;
+    bool failure_flag = false;  // set once failure is: read without the critical section
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; ++i) {
       bool failed;

@@ -1,8 +1,8 @@
 // The i-quant weight types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) as 32-value
 // sub-blocks of 16-bit integers for the 16-bit integer GEMM, as kquant_unpack.h's Kinds (same
 // interface, same callers): value = d * w per sub-block, d a float, w an integer. Each sub-block's
-// grid points are gathered as bytes (bytes_of_u64) with a byte mask of their signs (IqSubBlock);
-// here the signs are applied (negate_where) and the bytes widened to int16, written once over the
+// grid points are gathered as bytes (bytes_of_u64) with a bit per value for its sign (IqSubBlock);
+// here the signs are applied (negate_where_bits) and the bytes widened to int16, written once over the
 // byte operations of kquant_bits.h for every architecture (the x86 8-bit rows take the same
 // sub-blocks: arch/x86/iquant_blocks.h):
 //   IQ2_XXS: d = d * (2 ls + 1) / 8,  w = level * sign (levels 8, 25, 43);
@@ -115,9 +115,9 @@ using U32x8Alias = U32x8 __attribute__((may_alias));
 // (IQ1_S, IQ1_M, whose values are a shifted grid), the signed values themselves; the value is step
 // * scale * (signed level), scale[0] for values 0..15 and scale[1] for 16..31 (equal where the
 // type scales per 32 values; each in both int16 halves, as the 8-bit rows broadcast it), step
-// the block's (Derived::step). step * scale is exact in float (an
-// fp16 times at most 31 / 8), so step * scale * q rounds once, to the dequantizer's value: the
-// float path decodes through it too (dot.cpp). The 8-bit rows (arch/x86/iquant_blocks.h) keep the
+// the block's (Derived::step). step * scale is exact in float (an fp16 times at most 31 / 8), so
+// step * scale * q rounds once, to the dequantizer's value: the float path decodes through it too
+// (dot.cpp). The 8-bit rows (arch/x86/iquant_blocks.h) keep the
 // magnitudes unsigned and move the signs onto the activations.
 struct IqSubBlock {
   kquant::Bytes levels;

@@ -52,15 +52,10 @@ enum class Path { kPanels, kRows };
 
 // The K-quant / IQ4 / Q5 / i-quant types the 16-bit GEMM takes on the x86 and ARM sets (unpacked to
 // 16-bit weights per 32 values), and the values per block of each.
-constexpr Type kIquantTypes[] = {Type::IQ1_S, Type::IQ1_M,   Type::IQ2_XXS, Type::IQ2_XS,
-                                 Type::IQ2_S, Type::IQ3_XXS, Type::IQ3_S};
 constexpr Type kUnpackedTypes[] = {Type::Q2_K,   Type::Q3_K,  Type::Q4_K,    Type::Q5_K,  Type::Q6_K,  Type::IQ4_XS,
                                    Type::IQ4_NL, Type::Q5_0,  Type::Q5_1,    Type::IQ1_S, Type::IQ1_M, Type::IQ2_XXS,
                                    Type::IQ2_XS, Type::IQ2_S, Type::IQ3_XXS, Type::IQ3_S};
 int64_t block_values(Type t) { return ggl::traits(t).block_size; }
-bool is_iquant(Type t) {
-  return std::find(std::begin(kIquantTypes), std::end(kIquantTypes), t) != std::end(kIquantTypes);
-}
 
 // The min m of value i of a row, for the types whose values are d * w + m with a min per 32 (Q2_K:
 // per 16) (rounding the activations touches only the d * w part: the min multiplies their exact
@@ -94,7 +89,7 @@ void check(const Api& ig, Path path, const Case& k, uint32_t seed) {
   // Every Q4_1 row offset: its min takes part throughout. An interleaved type's rows are made as
   // its plain type's and interleaved (cpu/interleaved.h).
   const latte::testing::QuantizedRows q =
-      is_iquant(k.type)
+      ggl::is_grid_iquant(k.type)
           ? latte::testing::random_iquant_rows(k.type, k.rows, k.n, rng)
           : latte::testing::quantized_rows(ggl::plain_type(k.type), k.rows, k.n, rng, normal, k.type == Type::Q4_1);
   const size_t stride = q.stride;

@@ -22,10 +22,9 @@ template <class Iq>
 [[gnu::always_inline]] inline __m256i add_iquant_sums(__m256i acc, const unpack16::IqSubBlock& sub, __m256i x) {
   const __m256i pairs =
       Iq::kSignedLevels ? pair_sums_signed(sub.levels, x) : pair_sums(sub.levels, negate_where_bits(x, sub.negative));
+  // Per 32 values, the scale pair as one 32-bit broadcast (from memory where the Kind stored it).
   const __m256i scale =
-      Iq::kScalePer16 ? _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi32(static_cast<int>(sub.scale[0]))),
-                                                _mm_set1_epi32(static_cast<int>(sub.scale[1])), 1)
-                      : _mm256_set1_epi32(static_cast<int>(sub.scale[0]));
+      Iq::kScalePer16 ? scale_pair(sub.scale16(0), sub.scale16(1)) : _mm256_set1_epi32(static_cast<int>(sub.scale[0]));
   return add_scaled(acc, pairs, scale);
 }
 
