@@ -203,16 +203,18 @@ Tensor* Graph::swiglu(Tensor* gate, Tensor* up) {
   return new_node(Op::kSwiglu, Type::F32, {gate->ne[0], gate->ne[1], gate->ne[2], gate->ne[3]}, {gate, up});
 }
 
-Tensor* Graph::mul_mat(Tensor* w, Tensor* x) {
+Tensor* Graph::mul_mat(Tensor* w, Tensor* x, ActivationPrecision precision) {
   require_weight(Op::kMulMat, *w);
   require(w->nb[1] == row_bytes(w->type, w->ne[0]), Op::kMulMat, "expects packed weight rows", *w);
   require_f32_rows(Op::kMulMat, *x);
   if (w->ne[0] != x->ne[0])
     fail("mul_mat: {} ({}) times {} ({}): inner dimensions differ", w->name, shape_string(*w), x->name,
          shape_string(*x));
-  return new_node(Op::kMulMat, Type::F32,
-                  {w->ne[1], x->ne[1], broadcast_dim(Op::kMulMat, *w, *x, 2), broadcast_dim(Op::kMulMat, *w, *x, 3)},
-                  {w, x});
+  Tensor* t = new_node(
+      Op::kMulMat, Type::F32,
+      {w->ne[1], x->ne[1], broadcast_dim(Op::kMulMat, *w, *x, 2), broadcast_dim(Op::kMulMat, *w, *x, 3)}, {w, x});
+  t->params[0].i = static_cast<int32_t>(precision);
+  return t;
 }
 
 Tensor* Graph::mul_mat_t(Tensor* w, Tensor* x) {
@@ -322,6 +324,11 @@ Tensor* Graph::concat(Tensor* a, Tensor* b, int dim) {
   Tensor* t = new_node(Op::kConcat, Type::F32, ne, {a, b});
   t->params[0].i = dim;
   return t;
+}
+
+ActivationPrecision activation_precision(const Tensor& product) {
+  return product.op == Op::kMulMatId ? ActivationPrecision::kCoarse
+                                     : static_cast<ActivationPrecision>(product.params[0].i);
 }
 
 Tensor* Graph::cont(Tensor* a) {

@@ -35,6 +35,12 @@ struct RopeParams {
   int n_ctx_orig = 0;  // the original (training) context for the YaRN ramp
 };
 
+// How finely a backend may quantize a product's activations on its integer paths. kFine keeps them
+// close to float32 (16-bit integers); kCoarse allows 8-bit integers (about twice the multiply-add
+// rate) where the backend has such a path, for products whose caller measured the rounding to be
+// tolerable. mul_mat_id products are always kCoarse.
+enum class ActivationPrecision : int32_t { kFine = 0, kCoarse = 1 };
+
 struct TopKParams {
   int k = 1;
   int n_groups = 1;       // > 1: group-limited selection (experts split into equal groups)
@@ -78,7 +84,7 @@ class Graph {
   Tensor* swiglu(Tensor* gate, Tensor* up);
   // w [K, N, W2, W3] (any weight type, packed rows), x f32 [K, M, X2, X3] -> f32 [N, M, B2, B3]
   // where B = max(W, X) per dimension and the smaller divides it (broadcast).
-  Tensor* mul_mat(Tensor* w, Tensor* x);
+  Tensor* mul_mat(Tensor* w, Tensor* x, ActivationPrecision precision = ActivationPrecision::kFine);
   // w [N, K, W2, W3] used transposed, x f32 [K, M, X2, X3] -> f32 [N, M, B2, B3].
   Tensor* mul_mat_t(Tensor* w, Tensor* x);
   // w [K, N, E], x f32 [K, S, T] (S == 1 or k), ids i32 [k, T] -> f32 [N, k, T]:
@@ -142,5 +148,7 @@ RopeParams rope_params(const Tensor& t);
 // A kRope tensor's parameters as the angle functions take them (core/rope_math.h).
 RopeArgs rope_args(const Tensor& t);
 TopKParams top_k_params(const Tensor& t);
+// The activation precision a kMulMat / kMulMatId tensor allows.
+ActivationPrecision activation_precision(const Tensor& product);
 
 }  // namespace ggl

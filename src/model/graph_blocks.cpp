@@ -15,9 +15,10 @@ ggl::Tensor* norm(ggl::Graph& g, ggl::Tensor* x, WeightRef w, float eps) {
   return g.mul(g.rms_norm(x, eps), weight(g, w));
 }
 
-ggl::Tensor* swiglu_ffn(ggl::Graph& g, ggl::Tensor* x, WeightRef gate, WeightRef up, WeightRef down) {
-  ggl::Tensor* act = g.swiglu(g.mul_mat(weight(g, gate), x), g.mul_mat(weight(g, up), x));
-  return g.mul_mat(weight(g, down), act);
+ggl::Tensor* swiglu_ffn(ggl::Graph& g, ggl::Tensor* x, WeightRef gate, WeightRef up, WeightRef down,
+                        ggl::ActivationPrecision precision) {
+  ggl::Tensor* act = g.swiglu(g.mul_mat(weight(g, gate), x, precision), g.mul_mat(weight(g, up), x, precision));
+  return g.mul_mat(weight(g, down), act, precision);
 }
 
 ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const MoeConfig& moe) {
@@ -50,7 +51,12 @@ ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const
     ggl::Tensor* slot = g.view(weighted, {D, T, 1, 1}, {sizeof(float), col * k, col * k * T, col * k * T}, col * i);
     out = out ? g.add(out, slot) : slot;
   }
-  if (l.ffn_gate_shexp) out = g.add(out, swiglu_ffn(g, x, l.ffn_gate_shexp, l.ffn_up_shexp, l.ffn_down_shexp));
+  // The shared experts take the routed experts' activation precision: 8-bit activations there kept
+  // every fixture within its bounds, as they did not in the dense layers' FFN or the attention
+  // (docs/cpu-kernels.md, "Which precision each product uses").
+  if (l.ffn_gate_shexp)
+    out = g.add(
+        out, swiglu_ffn(g, x, l.ffn_gate_shexp, l.ffn_up_shexp, l.ffn_down_shexp, ggl::ActivationPrecision::kCoarse));
   return out;
 }
 

@@ -47,7 +47,8 @@ ggl::Tensor* weight(ggl::Graph& g, WeightRef w);
 // rms_norm(x) * w
 ggl::Tensor* norm(ggl::Graph& g, ggl::Tensor* x, WeightRef w, float eps);
 // down(silu(gate x) * (up x))
-ggl::Tensor* swiglu_ffn(ggl::Graph& g, ggl::Tensor* x, WeightRef gate, WeightRef up, WeightRef down);
+ggl::Tensor* swiglu_ffn(ggl::Graph& g, ggl::Tensor* x, WeightRef gate, WeightRef up, WeightRef down,
+                        ggl::ActivationPrecision precision = ggl::ActivationPrecision::kFine);
 // Routed experts (top-k by router score, SwiGLU each, weighted sum) plus shared experts.
 // Two of its tensors carry names, one of each per MoE layer in layer order, for callers that look
 // at the routing (SessionOptions::on_graph_built): the router logits f32 [E, T] = ffn_gate_inp x

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ggml-like/cpu/op_thread.h"
+#include "ggml-like/graph/graph.h"
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/cpu/interleaved.h"
 #include "ggml-like/quant/quant.h"
@@ -62,28 +63,27 @@ int64_t panel_min_cols(Type w) { return is_backend_layout(w) ? kInterleavedPanel
 namespace {
 
 // Which integer GEMM a product with `cols` activation columns takes, if any: 16-bit activations
-// (close to float32), except in the routed experts of a MoE with 4-bit weights, which take 8-bit
-// activations: twice the multiply-add rate where most of the work is, measured to keep the
-// quantized fixtures as close to the exact result as the reference engine's own 8-bit matmuls
-// (docs/cpu-kernels.md, "Which precision each product uses"). Many columns go through the GEMM's
-// panels, a few (a decode step) straight through the weight rows. The K-quant / IQ4 / Q5 types take
-// the 16-bit GEMM too (8-bit activations everywhere measured too far from the exact logits on the
-// kquant fixtures), except the routed experts of a decode step (fewer than kIntGemmMinCols
-// columns), which keep the reference engine's 8-bit activations on the rows path (gemm_kquant.cpp;
-// there alone they stay within its distance; the figures are in the same section). The grid
-// i-quants (IQ1..IQ3) follow the same rule, their routed experts on the Q8_K rows: 8-bit
-// activations in every decode product, a step per 256 or per 32 values, measured too far on the
+// (close to float32), except in products the graph marks ActivationPrecision::kCoarse (graph.h:
+// every mul_mat_id, i.e. a MoE's routed experts, and whatever else the model marks, its shared
+// experts), which take 8-bit activations where a path has them: twice the multiply-add rate, where
+// most of the work is, measured to keep the quantized fixtures as close to the exact result as the
+// reference engine's own 8-bit matmuls (docs/cpu-kernels.md, "Which precision each product uses").
+// Many columns go through the GEMM's panels, a few (a decode step) straight through the weight rows.
+// Q4_0 / Q4_1 weights take the 8-bit GEMM at any number of columns. The K-quant / IQ4 / Q5 types and
+// the grid i-quants (IQ1..IQ3) take it only on the rows path of a decode step (fewer than
+// kIntGemmMinCols columns; Q8_K or Q8_0 columns, gemm_kquant.cpp), and the 16-bit GEMM for more:
+// 8-bit activations in every decode product measured too far from the exact logits on the kquant and
 // iquant fixtures (the same section).
 // Batch-invariant graphs (graph.h) make neither choice by the number of columns: the 16-bit GEMM
 // wherever it applies, and always its panels (a column's result on the rows path is rounded
 // differently).
-const IntGemm* int_gemm_for(const Tensor& w, const Tensor& x, bool routed_experts, int64_t cols, bool invariant) {
+const IntGemm* int_gemm_for(const Tensor& w, const Tensor& x, bool coarse, int64_t cols, bool invariant) {
   if (x.type != Type::F32 || x.nb[0] != sizeof(float)) return nullptr;
   const bool int16 = kInt16Gemm.supports(w.type, w.ne[0]);
-  const bool k8 = routed_experts && ((!invariant && cols < kIntGemmMinCols) || !int16);
+  const bool k8 = coarse && ((!invariant && cols < kIntGemmMinCols) || !int16);
   if (k8 && kInt8KGemm.supports(w.type, w.ne[0])) return &kInt8KGemm;
   if (k8 && kInt8B32Gemm.supports(w.type, w.ne[0])) return &kInt8B32Gemm;
-  if (routed_experts && kInt8Gemm.supports(w.type, w.ne[0])) return &kInt8Gemm;
+  if (coarse && kInt8Gemm.supports(w.type, w.ne[0])) return &kInt8Gemm;
   return int16 ? &kInt16Gemm : nullptr;
 }
 
@@ -102,7 +102,8 @@ CpuPath path_of(const IntGemm& gemm) {
 // The integer path of a product: the team quantizes the activation columns into the shared work
 // area, then each thread multiplies its own weight panels or rows by every column.
 const IntGemm* int_gemm_for_mul_mat(const Tensor& dst, bool invariant) {
-  return int_gemm_for(*dst.src[0], *dst.src[1], false, dst.src[1]->ne[1], invariant);
+  const bool coarse = activation_precision(dst) == ActivationPrecision::kCoarse;
+  return int_gemm_for(*dst.src[0], *dst.src[1], coarse, dst.src[1]->ne[1], invariant);
 }
 
 int64_t column_count(const Tensor& x) { return x.ne[1] * x.ne[2] * x.ne[3]; }
@@ -279,7 +280,7 @@ IdLayout id_layout(const Tensor& dst, bool invariant) {
   const Tensor& ids = *dst.src[2];
   const int64_t K = w.ne[0], E = w.ne[2], P = ids.ne[0] * ids.ne[1];
   IdLayout l{};
-  l.gemm = int_gemm_for(w, x, true, P, invariant);
+  l.gemm = int_gemm_for(w, x, activation_precision(dst) == ActivationPrecision::kCoarse, P, invariant);
   l.invariant = invariant;
   l.panels = l.gemm && takes_panels(*l.gemm, w.type, P, invariant);
   if (l.gemm) l.shared = quantized_columns_bytes(*l.gemm, K, x.ne[1] * x.ne[2]);

@@ -297,6 +297,49 @@ TEST_P(MulMatTypes, ExpertsSelectedPerToken) {
   }
 }
 
+// A mul_mat marked ActivationPrecision::kCoarse (graph.h) takes the 8-bit activations a decode
+// step's routed experts take: with Q4_K weights and one column, the set's 8-bit K-quant rows; the
+// default kFine, the 16-bit GEMM. Both against a double-precision loop, with every kernel set; the
+// paths are read from the set's own counts, on the sets meant to have them.
+TEST(Graph, CoarseActivationPrecisionTakesTheEightBitRows) {
+  const int64_t K = 512, N = 48;
+  Weights w = make_weights(Type::Q4_K, K, N, 31);
+  std::vector<float> x = random_floats(K, 32);
+  std::vector<float> want(N);
+  for (int64_t n = 0; n < N; ++n) {
+    double acc = 0;
+    for (int64_t k = 0; k < K; ++k) acc += static_cast<double>(w.values[k + K * n]) * x[k];
+    want[n] = static_cast<float>(acc);
+  }
+  using ggl::ActivationPrecision;
+  using ggl::CpuPath;
+  for (ActivationPrecision precision : {ActivationPrecision::kFine, ActivationPrecision::kCoarse}) {
+    const bool coarse = precision == ActivationPrecision::kCoarse;
+    SCOPED_TRACE(coarse ? "kCoarse" : "kFine");
+    latte::testing::for_each_kernel_set([&](const ggl::CpuKernels& set) {
+      Graph g;
+      Tensor* tw = g.external(Type::Q4_K, std::vector<int64_t>{K, N}, w.bytes.data(), "w");
+      Tensor* out = g.mul_mat(tw, f32_tensor(g, x, {K, 1}, "x"), precision);
+      EXPECT_EQ(ggl::activation_precision(*out), precision);
+      const ggl::CpuPathCounts before = ggl::cpu_path_counts(set);
+      run(g, out, 2);
+      const ggl::CpuPathCounts after = ggl::cpu_path_counts(set);
+      // Rounding x to steps of max|x| / 127 (or / 16383) adds to each result a sum of K products of
+      // N(0, 1) weights and uniform errors of half a step: a standard deviation of
+      // step * sqrt(K / 12). Every result within 6 of them.
+      const float step =
+          *std::max_element(x.begin(), x.end(), [](float a, float b) { return std::fabs(a) < std::fabs(b); });
+      const float sigma = std::fabs(step) / (coarse ? 127.0f : 16383.0f) * std::sqrt(K / 12.0f);
+      const std::vector<float> got = result(out);
+      for (int64_t n = 0; n < N; ++n) ASSERT_NEAR(got[n], want[n], 6 * sigma) << "row " << n << ", " << set.isa;
+      const bool rows8 = coarse && latte::testing::set_should_have(set.isa, latte::testing::IntPath::kInt8KRows);
+      const bool gemm16 = !coarse && latte::testing::set_should_have(set.isa, latte::testing::IntPath::kInt16Unpacked);
+      EXPECT_EQ(after[CpuPath::kInt8KRows] - before[CpuPath::kInt8KRows], rows8 ? 1u : 0u) << set.isa;
+      EXPECT_EQ(after[CpuPath::kInt16Gemm] - before[CpuPath::kInt16Gemm], gemm16 ? 1u : 0u) << set.isa;
+    });
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, MulMatTypes,
                          ::testing::Values(Type::F32, Type::F16, Type::BF16, Type::Q8_0, Type::Q4_0),
                          [](const auto& info) { return std::string(ggl::type_name(info.param)); });

@@ -211,4 +211,40 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(c.n_groups_used) + "_k" + std::to_string(c.k);
     });
 
+// Which products may take 8-bit activations (ggl::ActivationPrecision): a MoE layer's routed and
+// shared experts, and nothing else a layer builds (the dense SwiGLU feed-forward keeps kFine);
+// docs/cpu-kernels.md, "Which precision each product uses", has the measurements behind the rule.
+TEST(MoeRouting, OnlyTheExpertsAllowCoarseActivations) {
+  auto m = make_layer(8, false, 3);
+  std::vector<float> shexp_gate(static_cast<size_t>(m->D * m->F)), shexp_up(shexp_gate.size()),
+      shexp_down(shexp_gate.size());
+  const ggl::TensorInfo gate = info("ffn_gate_shexp", shexp_gate, {m->D, m->F}),
+                        up = info("ffn_up_shexp", shexp_up, {m->D, m->F}),
+                        down = info("ffn_down_shexp", shexp_down, {m->F, m->D});
+  m->l.ffn_gate_shexp = &gate;
+  m->l.ffn_up_shexp = &up;
+  m->l.ffn_down_shexp = &down;
+  latte::MoeConfig moe;
+  moe.n_expert = 8;
+  moe.n_expert_used = 2;
+
+  ggl::Graph g;
+  std::vector<float> x(static_cast<size_t>(m->D));
+  ggl::Tensor* xt = g.external(ggl::Type::F32, std::vector<int64_t>{m->D, 1}, x.data(), "x");
+  latte::moe_ffn(g, xt, m->l, moe);
+  const size_t moe_nodes = g.nodes().size();
+  latte::swiglu_ffn(g, xt, &gate, &up, &down);  // as a dense layer's feed-forward
+  int coarse = 0, fine = 0;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const ggl::Tensor& t = *g.nodes()[i];
+    if (t.op != ggl::Op::kMulMat && t.op != ggl::Op::kMulMatId) continue;
+    const bool expert = i < moe_nodes && t.src[0]->name != "ffn_gate_inp";
+    const bool is_coarse = ggl::activation_precision(t) == ggl::ActivationPrecision::kCoarse;
+    EXPECT_EQ(is_coarse, expert) << t.src[0]->name << (i < moe_nodes ? " in the MoE" : " as a dense FFN");
+    (is_coarse ? coarse : fine) += 1;
+  }
+  EXPECT_EQ(coarse, 6);  // 3 routed, 3 shared
+  EXPECT_EQ(fine, 4);    // the router, the dense gate, up and down
+}
+
 }  // namespace test_moe_routing
