@@ -46,7 +46,7 @@ void row_times_columns(const uint8_t* row, int64_t blocks, const typename Kind::
     for (auto& a : set) a = rzero();
   int64_t b = 0;
   for (; b + 2 <= blocks; b += 2) {
-    __builtin_prefetch(reinterpret_cast<const uint8_t*>(w + b) + row_walk::kPrefetchBytes);
+    row_walk::prefetch_ahead<2 * sizeof(Block)>(w + b);
     Kind::template add<C>(w[b], cols, b, acc[0]);
     Kind::template add<C>(w[b + 1], cols, b + 1, acc[1]);
   }

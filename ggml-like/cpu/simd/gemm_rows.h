@@ -131,7 +131,7 @@ void unpacked_row_times_columns(const uint8_t* row, int64_t blocks, const typena
   // Block i's sub-block s takes accumulator set (s + odd) & 1, odd = i & 1 as a constant: blocks
   // of one sub-block alternate too, and every index stays known at compile time (registers).
   auto block = [&](int64_t i, int odd) __attribute__((always_inline)) {  // as above
-    __builtin_prefetch(reinterpret_cast<const uint8_t*>(w + i) + row_walk::kPrefetchBytes);
+    row_walk::prefetch_ahead<sizeof(typename Kind::Block)>(w + i);
     alignas(32) float mins[kSubs];
     Kind::unpack(
         w[i], [&](int s, const auto& weights, float d, float m) __attribute__((always_inline)) {
