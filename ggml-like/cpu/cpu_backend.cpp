@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -213,6 +214,12 @@ void CpuBackend::compute(Graph& graph) {
   const int team = threads_for(graph);
   last_threads_ = team;
   last_barriers_ = 0;
+  const bool profiling = cpu_profiling();
+  profile_.threads = profiling ? team : 0;
+  profile_.run.assign(profiling ? nodes.size() * team : 0, 0.0);
+  profile_.wait.assign(profile_.run.size(), 0.0);
+  using Clock = std::chrono::steady_clock;
+  auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   if (team == 1) {
     CpuBarrier none(1);
     CpuThread th;
@@ -220,7 +227,11 @@ void CpuBackend::compute(Graph& graph) {
     th.work_bytes = work_size_;
     th.team_barrier = &none;
     th.batch_invariant = graph.batch_invariant();
-    for (const Tensor* n : nodes) cpu_run_node(*n, th);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const Clock::time_point start = profiling ? Clock::now() : Clock::time_point{};
+      cpu_run_node(*nodes[i], th);
+      if (profiling) profile_.run[i] = seconds_since(start);
+    }
     return;
   }
   const std::vector<char> need_barrier = barriers_needed(graph, team);
@@ -241,8 +252,18 @@ void CpuBackend::compute(Graph& graph) {
     for (size_t i = 0; i < nodes.size(); ++i) {
       const Tensor* n = nodes[i];
       if (n->op == Op::kView || n->op == Op::kLeaf) continue;
+      if (!profiling) {
+        if (need_barrier[i]) th.barrier();
+        cpu_run_node(*n, th);
+        continue;
+      }
+      const size_t at = i * team + th.ith;
+      const Clock::time_point arrived = Clock::now();
       if (need_barrier[i]) th.barrier();
+      const Clock::time_point start = Clock::now();
       cpu_run_node(*n, th);
+      profile_.wait[at] = std::chrono::duration<double>(start - arrived).count();
+      profile_.run[at] = seconds_since(start);
     }
   }
 }

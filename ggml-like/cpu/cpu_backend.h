@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ggml-like/backend/backend.h"
+#include "ggml-like/cpu/cpu_profile.h"
 #include "ggml-like/cpu/repacked_weights.h"
 #include "ggml-like/graph/graph_plan.h"
 
@@ -43,6 +44,8 @@ class CpuBackend final : public Backend {
   size_t last_plan_bytes() const { return last_plan_; }    // what the last graph needed
   size_t last_naive_bytes() const { return last_naive_; }  // ... without reuse
   int last_barriers() const { return last_barriers_; }     // barriers between nodes in the last graph
+  // The last graph's node times, where profiling was on (cpu_profile.h); empty otherwise.
+  const CpuProfile& last_profile() const { return profile_; }
   // Leaves read rewritten (prepare_weights), over every graph computed so far.
   int64_t repacked_leaves_read() const { return repacked_leaves_read_; }
 
@@ -68,6 +71,7 @@ class CpuBackend final : public Backend {
   int last_threads_ = 0;
   int last_barriers_ = 0;
   int64_t repacked_leaves_read_ = 0;
+  CpuProfile profile_;
 };
 
 // Physical cores of this machine (hyper-threads not counted); at least 1.

@@ -1,23 +1,26 @@
 // `latte bench -m MODEL [-p 512] [-n 128] [-d DEPTH,...] [-t THREADS,...] [-r REPS] [-o md|json]
-// [--roofline]`: llama-bench-style prompt-processing and generation speeds (see
+// [--roofline] [--profile]`: llama-bench-style prompt-processing and generation speeds (see
 // src/bench/bench_runner.h for what each test measures), as a Markdown table or a JSON array
 // with llama-bench's field names. --roofline measures DRAM read bandwidth and adds the bound it
-// puts on decode speed.
+// puts on decode speed; --profile adds where each step's time went (src/bench/step_profile.h).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "ggml-like/core/error.h"
+#include "ggml-like/cpu/cpu_backend.h"
 #include "ggml-like/cpu/kernel_set.h"
 #include "src/bench/bandwidth_probe.h"
 #include "src/bench/bench_report.h"
 #include "src/bench/bench_runner.h"
+#include "src/bench/step_profile.h"
 #include "src/bench/weight_traffic.h"
 #include "src/cli/commands/commands.h"
 #include "src/cli/context_warning.h"
@@ -42,7 +45,7 @@ int cmd_bench(int argc, char** argv) {
   CLI::App app{"Measure prompt processing (pp) and generation (tg) speed, llama-bench style", argv[0]};
   std::string model_path, output = "md";
   bench::BenchOptions opts;
-  bool roofline = false, no_warmup = false;
+  bool roofline = false, no_warmup = false, profile = false;
   size_t probe_mib = bench::kProbeBytes >> 20;
   SessionFlags session_flags;
   app.add_option("-m,--model", model_path, "GGUF model (default: the shipped tiny MLA story model)");
@@ -68,9 +71,21 @@ int cmd_bench(int argc, char** argv) {
       ->capture_default_str()
       ->check(integer(1));
   app.add_flag("--no-warmup", no_warmup, "skip the untimed warm-up run before each test");
+  app.add_flag("--profile", profile,
+               "after the table, where each step's time went (CPU backend, warm-up runs included): per weight "
+               "role and type, ms per step, the barrier waits that follow, and the weight bytes read per second");
   if (const auto done = parse_flags(app, argc, argv)) return *done;
   if (output != "md" && output != "json") ggl::fail("-o '{}' is not md or json", output);
+  if (profile && output != "md") ggl::fail("--profile prints Markdown tables: use it with -o md");
   opts.session = session_flags.options();
+  std::map<int64_t, bench::StepProfile> profiles;  // by tokens per step
+  if (profile) {
+    ggl::set_cpu_profiling(true);
+    opts.session.on_graph_run = [&profiles](const ggl::Graph& g, ggl::Backend& backend) {
+      if (const auto* cpu = dynamic_cast<const ggl::CpuBackend*>(&backend))
+        profiles[bench::step_tokens(g)].add(g, cpu->last_profile());
+    };
+  }
   for (auto& [ngl, request] : session_flags.bench_placements()) opts.placements.push_back({ngl, request});
   opts.warmup = !no_warmup;
   const std::vector<bench::BenchTest> tests = bench::expand_tests(opts);  // validates the lists
@@ -124,6 +139,9 @@ int cmd_bench(int argc, char** argv) {
                              r.test.name(), r.backend, r.crossing_bytes_per_token));
         },
         status);
+    if (profile && profiles.empty()) note(app.get_name(), "--profile: no step ran on the CPU backend alone");
+    for (const auto& [tokens, p] : profiles)
+      print(p.table(tokens == 1 ? "decode steps (1 token)" : fmt::format("steps of {} tokens", tokens)));
   } else {
     const bench::RunInfo run{bench::cpu_model_name(), cache_type, opts.session.n_batch};
     nlohmann::json all = nlohmann::json::array();

@@ -3,6 +3,7 @@
 // actually skipped and that the results equal a one-thread run (which has no barriers at all).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <random>
 #include <vector>
@@ -78,6 +79,49 @@ TEST(CpuBarriers, ManyThreadsAgreeWithOne) {
       const std::vector<float> many = run(block, threads);
       for (size_t i = 0; i < one.size(); ++i) ASSERT_EQ(one[i], many[i]) << threads << " threads, at " << i;
     }
+  }
+}
+
+// With profiling on (cpu_profile.h) the backend times every node on every thread of the team:
+// the products and the chain's nodes have run times, leaves none, and only the nodes after a
+// barrier can have waited; their sum stays within the wall time of the compute. Off, the profile
+// is empty.
+TEST(CpuBarriers, ProfileTimesEveryNodeOnEveryThread) {
+  Block block;
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(::testing::Message() << threads << " threads");
+    Graph g;
+    block.build(g);
+    ggl::CpuBackend backend(threads);
+    ggl::set_cpu_profiling(true);
+    const auto start = std::chrono::steady_clock::now();
+    backend.compute(g);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ggl::set_cpu_profiling(false);
+    const ggl::CpuProfile& p = backend.last_profile();
+    ASSERT_EQ(p.threads, backend.last_threads());
+    ASSERT_EQ(p.run.size(), g.nodes().size() * p.threads);
+    ASSERT_EQ(p.wait.size(), p.run.size());
+    double per_thread_total = 0;
+    for (size_t i = 0; i < g.nodes().size(); ++i) {
+      const Tensor& n = *g.nodes()[i];
+      for (int t = 0; t < p.threads; ++t) {
+        if (!n.is_computed()) {
+          EXPECT_EQ(p.run_of(i, t), 0.0) << i;
+          continue;
+        }
+        if (n.op == ggl::Op::kMulMat) {
+          EXPECT_GT(p.run_of(i, t), 0.0) << "node " << i << ", thread " << t;
+        }
+        EXPECT_GE(p.wait_before(i, t), 0.0);
+        if (t == 0) per_thread_total += p.run_of(i, t) + p.wait_before(i, t);
+      }
+    }
+    EXPECT_GT(per_thread_total, 0.0);
+    EXPECT_LE(per_thread_total, wall);
+    backend.compute(g);
+    EXPECT_EQ(backend.last_profile().threads, 0) << "profiling off";
+    EXPECT_TRUE(backend.last_profile().run.empty());
   }
 }
 

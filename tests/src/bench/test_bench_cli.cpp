@@ -128,6 +128,25 @@ TEST(BenchCli, RooflineAddsTheBoundAndAPercentColumn) {
               1e-9);
 }
 
+// --profile: after the speeds, one table per step size, whose rows name the weights' roles and
+// types, and a total row.
+TEST(BenchCli, ProfileTablesFollowTheSpeeds) {
+  LATTE_REQUIRE_SHARED("fixtures/ds2-v2-tiny-q8_0.gguf");
+  const auto md = run_latte("bench -m " + fixture() + " -p 8 -n 4 -r 1 -t 2 --profile", /*merge_stderr=*/false);
+  ASSERT_EQ(md.exit_code, 0) << md.out;
+  const size_t decode = md.out.find("decode steps (1 token): "), prefill = md.out.find("steps of 8 tokens: ");
+  ASSERT_NE(decode, std::string::npos) << md.out;
+  ASSERT_NE(prefill, std::string::npos) << md.out;
+  EXPECT_LT(md.out.find("tg4"), decode) << "the speeds come first";
+  for (const char* row : {"| mul_mat attn_kv_a_mqa q8_0 |", "| mul_mat_id ffn_up_exps q8_0 |", "| rms_norm |",
+                          "| mul_mat output q8_0 |", "| all | |"})
+    EXPECT_NE(md.out.find(row, decode), std::string::npos) << row << "\n" << md.out;
+
+  const auto js = run_latte("bench -m " + fixture() + " -p 0 -n 4 -r 1 --profile -o json");
+  EXPECT_NE(js.exit_code, 0);
+  EXPECT_NE(js.out.find("--profile prints Markdown tables"), std::string::npos) << js.out;
+}
+
 TEST(BenchCli, BadInputIsAOneLineError) {
   LATTE_REQUIRE_SHARED("fixtures/ds2-v2-tiny-q8_0.gguf");
   struct Case {
