@@ -53,7 +53,7 @@ void StepProfile::add(const ggl::Graph& graph, const ggl::CpuProfile& profile) {
   Kind* previous = nullptr;  // the kind the team was finishing when it met at a barrier
   for (size_t i = 0; i < nodes.size(); ++i) {
     const ggl::Tensor& n = *nodes[i];
-    if (!n.is_computed()) continue;
+    if (n.op == ggl::Op::kLeaf || n.op == ggl::Op::kView) continue;  // nothing ran (a kCopy did)
     double run = 0, wait = 0;
     for (int t = 0; t < profile.threads; ++t) {
       run += profile.run_of(i, t);

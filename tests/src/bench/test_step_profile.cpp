@@ -39,7 +39,7 @@ TEST(StepProfile, ChargesEachNodeAndEachWaitToItsKind) {
   p.wait.assign(p.run.size(), 0.0);
   int c = 0;
   for (size_t i = 0; i < g.nodes().size(); ++i) {
-    if (!g.nodes()[i]->is_computed()) continue;
+    if (g.nodes()[i]->op == ggl::Op::kLeaf || g.nodes()[i]->op == ggl::Op::kView) continue;
     p.run[2 * i] = (c + 1) * 1e-3;
     p.run[2 * i + 1] = (c + 3) * 1e-3;
     p.wait[2 * i] = 0.5e-3;
