@@ -228,13 +228,10 @@ void CpuBackend::compute(Graph& graph) {
     th.team_barrier = &none;
     th.batch_invariant = graph.batch_invariant();
     for (size_t i = 0; i < nodes.size(); ++i) {
-      if (!profiling || nodes[i]->op == Op::kView || nodes[i]->op == Op::kLeaf) {
-        cpu_run_node(*nodes[i], th);
-        continue;
-      }
-      const Clock::time_point start = Clock::now();
+      const bool timed = profiling && nodes[i]->op != Op::kView && nodes[i]->op != Op::kLeaf;
+      const Clock::time_point start = timed ? Clock::now() : Clock::time_point{};
       cpu_run_node(*nodes[i], th);
-      profile_.run[i] = seconds_since(start);
+      if (timed) profile_.run[i] = seconds_since(start);
     }
     return;
   }
@@ -256,18 +253,14 @@ void CpuBackend::compute(Graph& graph) {
     for (size_t i = 0; i < nodes.size(); ++i) {
       const Tensor* n = nodes[i];
       if (n->op == Op::kView || n->op == Op::kLeaf) continue;
-      if (!profiling) {
-        if (need_barrier[i]) th.barrier();
-        cpu_run_node(*n, th);
-        continue;
-      }
-      const size_t at = i * team + th.ith;
-      const Clock::time_point arrived = Clock::now();
+      const Clock::time_point arrived = profiling ? Clock::now() : Clock::time_point{};
       if (need_barrier[i]) th.barrier();
-      const Clock::time_point start = Clock::now();
+      const Clock::time_point start = profiling ? Clock::now() : Clock::time_point{};
       cpu_run_node(*n, th);
-      profile_.wait[at] = std::chrono::duration<double>(start - arrived).count();
-      profile_.run[at] = seconds_since(start);
+      if (profiling) {
+        profile_.wait[i * team + th.ith] = std::chrono::duration<double>(start - arrived).count();
+        profile_.run[i * team + th.ith] = seconds_since(start);
+      }
     }
   }
 }

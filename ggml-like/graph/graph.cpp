@@ -305,6 +305,11 @@ Tensor* Graph::top_k(Tensor* a, const TopKParams& p) {
 
 TopKParams top_k_params(const Tensor& t) { return {t.params[0].i, t.params[1].i, t.params[2].i}; }
 
+ActivationPrecision activation_precision(const Tensor& product) {
+  return product.op == Op::kMulMatId ? ActivationPrecision::kCoarse
+                                     : static_cast<ActivationPrecision>(product.params[0].i);
+}
+
 Tensor* Graph::concat(Tensor* a, Tensor* b, int dim) {
   require_f32_rows(Op::kConcat, *a);
   require_f32_rows(Op::kConcat, *b);
@@ -324,11 +329,6 @@ Tensor* Graph::concat(Tensor* a, Tensor* b, int dim) {
   Tensor* t = new_node(Op::kConcat, Type::F32, ne, {a, b});
   t->params[0].i = dim;
   return t;
-}
-
-ActivationPrecision activation_precision(const Tensor& product) {
-  return product.op == Op::kMulMatId ? ActivationPrecision::kCoarse
-                                     : static_cast<ActivationPrecision>(product.params[0].i);
 }
 
 Tensor* Graph::cont(Tensor* a) {

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "ggml-like/cpu/op_thread.h"
-#include "ggml-like/graph/graph.h"
 #include "ggml-like/cpu/int_gemm.h"
 #include "ggml-like/cpu/interleaved.h"
+#include "ggml-like/graph/graph.h"
 #include "ggml-like/quant/quant.h"
 
 #include "ggml-like/cpu/simd/set_declarations.h"
@@ -77,8 +77,10 @@ namespace {
 // Batch-invariant graphs (graph.h) make neither choice by the number of columns: the 16-bit GEMM
 // wherever it applies, and always its panels (a column's result on the rows path is rounded
 // differently).
-const IntGemm* int_gemm_for(const Tensor& w, const Tensor& x, bool coarse, int64_t cols, bool invariant) {
+const IntGemm* int_gemm_for(const Tensor& w, const Tensor& x, ActivationPrecision precision, int64_t cols,
+                            bool invariant) {
   if (x.type != Type::F32 || x.nb[0] != sizeof(float)) return nullptr;
+  const bool coarse = precision == ActivationPrecision::kCoarse;
   const bool int16 = kInt16Gemm.supports(w.type, w.ne[0]);
   const bool k8 = coarse && ((!invariant && cols < kIntGemmMinCols) || !int16);
   if (k8 && kInt8KGemm.supports(w.type, w.ne[0])) return &kInt8KGemm;
@@ -102,8 +104,7 @@ CpuPath path_of(const IntGemm& gemm) {
 // The integer path of a product: the team quantizes the activation columns into the shared work
 // area, then each thread multiplies its own weight panels or rows by every column.
 const IntGemm* int_gemm_for_mul_mat(const Tensor& dst, bool invariant) {
-  const bool coarse = activation_precision(dst) == ActivationPrecision::kCoarse;
-  return int_gemm_for(*dst.src[0], *dst.src[1], coarse, dst.src[1]->ne[1], invariant);
+  return int_gemm_for(*dst.src[0], *dst.src[1], activation_precision(dst), dst.src[1]->ne[1], invariant);
 }
 
 int64_t column_count(const Tensor& x) { return x.ne[1] * x.ne[2] * x.ne[3]; }
@@ -280,7 +281,7 @@ IdLayout id_layout(const Tensor& dst, bool invariant) {
   const Tensor& ids = *dst.src[2];
   const int64_t K = w.ne[0], E = w.ne[2], P = ids.ne[0] * ids.ne[1];
   IdLayout l{};
-  l.gemm = int_gemm_for(w, x, activation_precision(dst) == ActivationPrecision::kCoarse, P, invariant);
+  l.gemm = int_gemm_for(w, x, activation_precision(dst), P, invariant);
   l.invariant = invariant;
   l.panels = l.gemm && takes_panels(*l.gemm, w.type, P, invariant);
   if (l.gemm) l.shared = quantized_columns_bytes(*l.gemm, K, x.ne[1] * x.ne[2]);
