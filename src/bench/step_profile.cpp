@@ -6,6 +6,8 @@
 #include <regex>
 #include <vector>
 
+#include "ggml-like/quant/quant.h"
+
 namespace latte::bench {
 namespace {
 
@@ -40,10 +42,12 @@ std::string work_kind(const ggl::Tensor& node) {
 double weight_bytes_read(const ggl::Tensor& node) {
   if (!is_product(node.op)) return 0;
   const ggl::Tensor& w = *node.src[0];
-  if (node.op != ggl::Op::kMulMatId) return static_cast<double>(w.span_bytes());
+  // Its rows, not its span: a strided view (MLA's halves of attn_kv_b) spans the rows between.
+  const double rows_bytes = static_cast<double>(ggl::row_bytes(w.type, w.ne[0]));
+  if (node.op != ggl::Op::kMulMatId) return rows_bytes * static_cast<double>(w.n_rows());
   const ggl::Tensor& ids = *node.src[2];
   const int64_t experts = std::min(w.ne[2], ids.ne[0] * ids.ne[1]);  // distinct experts at most
-  return static_cast<double>(experts) * static_cast<double>(w.nb[2]);
+  return rows_bytes * static_cast<double>(w.ne[1] * experts);
 }
 
 void StepProfile::add(const ggl::Graph& graph, const ggl::CpuProfile& profile) {

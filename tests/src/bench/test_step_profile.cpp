@@ -80,6 +80,22 @@ TEST(StepProfile, ChargesEachNodeAndEachWaitToItsKind) {
   EXPECT_NE(table.find("| all | | 14.000 | 100 | 3.000 |"), std::string::npos) << table;
 }
 
+// A product through a strided view of its weight (MLA's key half of attn_kv_b: 2 of every 4
+// rows) reads the view's rows, not the span from its first row to its last.
+TEST(StepProfile, AStridedWeightViewReadsItsRowsOnly) {
+  const int64_t K = 64, N = 16;
+  const size_t rb = ggl::row_bytes(Type::Q8_0, K);
+  std::vector<uint8_t> w(rb * 2 * N);
+  std::vector<float> x(K);
+  Graph g;
+  Tensor* all = g.external(Type::Q8_0, std::vector<int64_t>{K, 2 * N}, w.data(), "blk.0.attn_kv_b.weight");
+  Tensor* half = g.view(all, {K, 2, N / 2, 1}, {all->nb[0], rb, 4 * rb, 4 * rb * N / 2}, 0);  // rows 4i, 4i + 1
+  Tensor* x2 = g.external(Type::F32, std::vector<int64_t>{K, 1}, x.data(), "x");
+  Tensor* product = g.mul_mat(half, x2);
+  EXPECT_EQ(latte::bench::work_kind(*product), "mul_mat attn_kv_b q8_0");
+  EXPECT_DOUBLE_EQ(latte::bench::weight_bytes_read(*product), static_cast<double>(N * rb));
+}
+
 TEST(StepProfile, IgnoresAProfileOfAnotherGraph) {
   Graph g;
   std::vector<float> x(8);
