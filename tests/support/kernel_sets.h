@@ -85,7 +85,7 @@ enum class IntPath {
   kInt8Gemm,         // 8-bit GEMM of Q4_0 / Q4_1
   kInt8KRows,        // 8-bit rows of the K-quant / IQ4 / Q5 types (routed experts of a decode step)
   kInterleavedRows,  // Q4_0_R8 / Q8_0_R8 / Q6_K_R8 rows
-  kTransposedInt16,  // mul_mat_t of Q4_0 / Q8_0 (MLA's query absorption)
+  kTransposedInt16,  // mul_mat_t of the block types (MLA's query absorption)
   kMhaInt16,         // MHA prefill attention
   kGroupedInt16,     // grouped-head attention (MLA's absorbed form) with 32 or more heads
 };

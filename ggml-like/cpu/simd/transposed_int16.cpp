@@ -1,5 +1,5 @@
-// The transposed product (mul_mat_t: y[c] += sum over rows r of a[c][r] * row r) for Q4_0 and
-// Q8_0 weights in 16-bit integers, where the set has the steps (GGL_TRANSPOSED_INT16: the x86
+// The transposed product (mul_mat_t: y[c] += sum over rows r of a[c][r] * row r) for Q4_0, Q8_0
+// and the types of the 16-bit unpacking (unpack_kinds.h) in 16-bit integers, where the set has the steps (GGL_TRANSPOSED_INT16: the x86
 // sets, arch/x86/transposed_x86.h). MLA's decode takes it for every token: the query's absorption
 // through the key half of attn_kv_b (16 heads x 128 rows x 512 in DeepSeek-V2-Lite). The float
 // path (dot.cpp) decodes every weight to a float and multiplies it once; here two rows' quants of
@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "ggml-like/quant/legacy.h"
+#include "ggml-like/cpu/arch/unpack_kinds.h"
 #include "ggml-like/cpu/simd/gemm_steps.h"
 #include "ggml-like/cpu/simd/set_declarations.h"
 
@@ -78,6 +79,82 @@ void add_weighted_columns(const uint8_t* w, size_t row_stride, int64_t K, int64_
   if (c < n_cols) add_weighted<T, 1>(w, row_stride, K, n, a + c, y + c);
 }
 
+// The types of unpack_kinds.h (K-quants, IQ4, Q5, i-quants): each block's sub-blocks of 32
+// values unpack to int16 weights w with a float scale d and min m (value d * w + m, Q2_K's min
+// skewed between its halves). kColumns sub-blocks (one super-block, or 8 blocks of 32) at a time:
+// the group's rows unpack once into a buffer, the activations times each sub-block's scale are
+// quantized per sub-block column as for Q4_0, and the mins add in float. |w| <= 4096
+// (kquant_unpack.h), so a lane's sum over the group stays inside int32.
+static_assert(kGroupRows * 4096 * static_cast<int64_t>(steps::kLevels) < (int64_t{1} << 31));
+
+struct UnpackedRows {
+  alignas(32) int16_t w[kGroupRows][steps::kColumns][kQuantBlock];
+  float d[kGroupRows * steps::kColumns], m[kGroupRows * steps::kColumns], skew[kGroupRows * steps::kColumns];
+};
+
+// Rows [0, rows) of the group from `group`, sub-block columns [0, columns).
+template <class Kind>
+void unpack_rows(const uint8_t* group, size_t row_stride, int rows, int columns, UnpackedRows& u) {
+  using Block = typename Kind::Block;
+  constexpr int kPerBlock = static_cast<int>(Kind::kValues / kQuantBlock);
+  if (columns < steps::kColumns)  // the lanes past the last column scale nothing
+    for (float* v : {u.d, u.m, u.skew}) std::fill(v, v + rows * steps::kColumns, 0.0f);
+  for (int r = 0; r < rows; ++r)
+    for (int b = 0; b < columns / kPerBlock; ++b) {
+      const Block& block = reinterpret_cast<const Block*>(group + r * row_stride)[b];
+      const int first = r * steps::kColumns + b * kPerBlock;
+      Kind::unpack(block, [&](int s, const auto& weights, float d, float m) {
+        weights.store(u.w[r][b * kPerBlock + s]);
+        u.d[first + s] = d;
+        u.m[first + s] = m;
+      });
+      if constexpr (Kind::kHasSkew) Kind::skews(block, u.skew + first);
+    }
+}
+
+// Rows [g, g + rows) times the C columns' activations there, added into sub-block columns
+// [j0, j0 + columns) of the outputs.
+template <class Kind, int C>
+void add_unpacked_group(const uint8_t* w, size_t row_stride, int64_t g, int rows, int64_t j0, int columns,
+                        const float* const* a, float* const* y, UnpackedRows& u) {
+  constexpr int64_t kPerBlock = Kind::kValues / kQuantBlock;
+  const uint8_t* group = w + g * row_stride + j0 / kPerBlock * sizeof(typename Kind::Block);
+  unpack_rows<Kind>(group, row_stride, rows, columns, u);
+  steps::Prepared prepared[C];
+  float mins[C][steps::kColumns] = {}, skews[C][steps::kColumns] = {};
+  for (int c = 0; c < C; ++c) {
+    steps::prepare(u.d, rows, a[c] + g, prepared[c]);
+    if constexpr (Kind::kHasMin) steps::weighted_mins(u.m, rows, a[c] + g, mins[c]);
+    if constexpr (Kind::kHasSkew) steps::weighted_mins(u.skew, rows, a[c] + g, skews[c]);
+  }
+  for (int k = 0; k < columns; ++k) {
+    steps::Sums sums[C];
+    for (auto& s : sums) s = steps::zero();
+    for (int r = 0; r < rows; r += 2) {
+      // An odd last row pairs with itself: its partner's activation is 0.
+      const int16_t* q0 = u.w[r][k];
+      const int16_t* q1 = r + 1 < rows ? u.w[r + 1][k] : q0;
+      for (int c = 0; c < C; ++c)
+        steps::add_pair_words(sums[c], q0, q1, prepared[c].pairs[r / 2 * steps::kColumns + k]);
+    }
+    for (int c = 0; c < C; ++c)
+      steps::finish_words(y[c] + (j0 + k) * kQuantBlock, sums[c], prepared[c].scale[k], mins[c][k] + skews[c][k],
+                          mins[c][k] - skews[c][k]);
+  }
+}
+
+template <class Kind, int C>
+void add_unpacked(const uint8_t* w, size_t row_stride, int64_t K, int64_t n, const float* const* a, float* const* y) {
+  UnpackedRows u;
+  const int64_t columns = n / kQuantBlock;
+  for (int64_t g = 0; g < K; g += kGroupRows) {
+    const int rows = static_cast<int>(std::min(kGroupRows, K - g));
+    for (int64_t j0 = 0; j0 < columns; j0 += steps::kColumns)
+      add_unpacked_group<Kind, C>(w, row_stride, g, rows, j0,
+                                  static_cast<int>(std::min<int64_t>(steps::kColumns, columns - j0)), a, y, u);
+  }
+}
+
 }  // namespace
 
 bool add_weighted_rows_int16(Type t, const void* w, size_t row_stride, int64_t K, int64_t n, const float* const* a,
@@ -86,7 +163,12 @@ bool add_weighted_rows_int16(Type t, const void* w, size_t row_stride, int64_t K
   const auto* wb = static_cast<const uint8_t*>(w);
   if (t == Type::Q4_0) return add_weighted_columns<Type::Q4_0>(wb, row_stride, K, n, a, y, n_cols), true;
   if (t == Type::Q8_0) return add_weighted_columns<Type::Q8_0>(wb, row_stride, K, n, a, y, n_cols), true;
-  return false;
+  if (unpack16::block_values(t) == 0 || n % unpack16::block_values(t) != 0) return false;
+  return unpack16::with_kind(t, [&]<class Kind>() {
+    int c = 0;
+    for (; c + 2 <= n_cols; c += 2) add_unpacked<Kind, 2>(wb, row_stride, K, n, a + c, y + c);
+    if (c < n_cols) add_unpacked<Kind, 1>(wb, row_stride, K, n, a + c, y + c);
+  });
 }
 
 #else  // no steps for this set: the float path

@@ -19,6 +19,7 @@
 #include "ggml-like/cpu/path_counts.h"
 #include "ggml-like/quant/quant.h"
 #include "tests/support/kernel_sets.h"
+#include "tests/support/random_floats.h"
 
 namespace test_graph {
 
@@ -166,6 +167,8 @@ Weights make_weights(Type t, int64_t row_len, int64_t rows, uint32_t seed) {
   return w;
 }
 
+Weights as_weights(latte::testing::QuantizedRows rows) { return {std::move(rows.bytes), std::move(rows.values)}; }
+
 class MulMatTypes : public ::testing::TestWithParam<Type> {};
 
 // The integer GEMMs (int_gemm.h) round activations to 16 or 8 bits; test_gemm_int holds them to
@@ -220,20 +223,24 @@ TEST_P(MulMatTypes, BatchedBroadcastAndPermutedActivations) {
 // out[n, m, h] = sum_k w[n, k, h] x[k, m]. Plain types also with rows of a length past the last
 // whole 32-value chunk; 1, 3 and 11 columns: tiles of two and a single one, and more than one tile
 // call; 3, 5 and 10 chunks of 32 outputs: tiles of several chunks and the chunks left over (and,
-// for Q4_0 / Q8_0 in integers, more block columns than one prepared vector covers); 20 and 45 rows
-// (whole groups of 16 rows, a short group and an odd remainder), with every kernel set, the
-// integer paths on and off. Which path ran is read from the set's own counts (path_counts.h):
-// Q4_0 and Q8_0 take the 16-bit integer product with the integer paths on, on the sets meant to
-// have it (tests/support/kernel_sets.h), and the float path everywhere else.
-TEST_P(MulMatTypes, TransposedWeights) {
-  const Type type = GetParam();
+// for the block types in integers, more block columns than one prepared vector covers); 20 and 45
+// rows (whole groups of 16 rows, a short group and an odd remainder), with every kernel set, the
+// integer paths on and off. Which path ran is read from the set's own counts (path_counts.h): the
+// block types (Q4_0, Q8_0, the K-quants, IQ4, Q5 and the i-quants) take the 16-bit integer
+// product with the integer paths on, on the sets meant to have it (tests/support/kernel_sets.h),
+// and the float path everywhere else.
+void expect_transposed_product(Type type, const std::vector<int64_t>& row_lengths) {
   const bool plain = type == Type::F32 || type == Type::F16 || type == Type::BF16;
   const int64_t H = 2;
   for (const int64_t K : {20, 45})
-    for (const int64_t N : plain ? std::vector<int64_t>{96, 100, 160} : std::vector<int64_t>{96, 160, 320})
+    for (const int64_t N : row_lengths)
       for (const int64_t M : {1, 3, 11}) {
-        SCOPED_TRACE(::testing::Message() << "K " << K << ", N " << N << ", M " << M);
-        Weights w = make_weights(type, N, K * H, 9);
+        SCOPED_TRACE(::testing::Message() << ggl::type_name(type) << ", K " << K << ", N " << N << ", M " << M);
+        std::mt19937 rng(9 + static_cast<uint32_t>(K + N));
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        const Weights w = ggl::is_grid_iquant(type)
+                              ? as_weights(latte::testing::random_iquant_rows(type, K * H, N, rng))
+                              : make_weights(type, N, K * H, 9);
         std::vector<float> x = random_floats(K * M, 10);
         std::vector<float> want(N * M * H);
         for (int64_t h = 0; h < H; ++h)
@@ -253,10 +260,10 @@ TEST_P(MulMatTypes, TransposedWeights) {
             const ggl::CpuPathCounts before = ggl::cpu_path_counts(set);
             run(g, out, 2);
             const ggl::CpuPathCounts after = ggl::cpu_path_counts(set);
-            expect_near_all(result(out), want, mul_mat_tolerance(type, int_gemm, 16));
+            expect_near_all(result(out), want, int_gemm && !plain ? 2e-3f : 1e-4f);
             using ggl::CpuPath;
             EXPECT_GT(after[CpuPath::kNode], before[CpuPath::kNode]) << set.isa << "'s own kernels ran";
-            const bool integer = int_gemm && (type == Type::Q4_0 || type == Type::Q8_0) &&
+            const bool integer = int_gemm && !plain &&
                                  latte::testing::set_should_have(set.isa, latte::testing::IntPath::kTransposedInt16);
             EXPECT_EQ(after[CpuPath::kTransposedInt16] - before[CpuPath::kTransposedInt16], integer ? 1u : 0u)
                 << "the 16-bit integer transposed product, " << set.isa;
@@ -264,6 +271,26 @@ TEST_P(MulMatTypes, TransposedWeights) {
         }
       }
 }
+
+TEST_P(MulMatTypes, TransposedWeights) {
+  const Type type = GetParam();
+  const bool plain = type == Type::F32 || type == Type::F16 || type == Type::BF16;
+  expect_transposed_product(type, plain ? std::vector<int64_t>{96, 100, 160} : std::vector<int64_t>{96, 160, 320});
+}
+
+// MLA's query absorption through an attn_kv_b of each block type the unpacking has (the rows of
+// 256-value super-blocks: one, and three with a part of a column group).
+class TransposedBlockTypes : public ::testing::TestWithParam<Type> {};
+TEST_P(TransposedBlockTypes, TakeTheIntegerProduct) {
+  const Type type = GetParam();
+  expect_transposed_product(
+      type, ggl::traits(type).block_size == 32 ? std::vector<int64_t>{96, 320} : std::vector<int64_t>{256, 768});
+}
+INSTANTIATE_TEST_SUITE_P(Types, TransposedBlockTypes,
+                         ::testing::Values(Type::Q2_K, Type::Q3_K, Type::Q4_K, Type::Q5_K, Type::Q6_K, Type::IQ4_XS,
+                                           Type::IQ4_NL, Type::Q5_0, Type::Q5_1, Type::IQ2_XXS, Type::IQ2_XS,
+                                           Type::IQ2_S, Type::IQ3_XXS, Type::IQ3_S, Type::IQ1_S, Type::IQ1_M),
+                         [](const auto& info) { return std::string(ggl::type_name(info.param)); });
 
 TEST_P(MulMatTypes, ExpertsSelectedPerToken) {
   const Type type = GetParam();

@@ -6,7 +6,9 @@
 // row, so they are folded into the activations: a[r] * d[r] for the rows of a group (at most 32), in
 // 16-bit integers with one float step per group and block column (prepare). Then two rows' quants
 // of a block go side by side as 16-bit pairs in 32-bit lanes, lane j for output j, and VPMADDWD
-// (VPDPWSSD with VNNI) multiplies them by the pair of activations (add_pair).
+// (VPDPWSSD with VNNI) multiplies them by the pair of activations (add_pair). The other block
+// types come unpacked to 16-bit words per 32 values (add_pair_words), with float scales per
+// sub-block (prepare from floats) and mins (weighted_mins).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -31,19 +33,10 @@ struct Prepared {
   int32_t qsum[kColumns];
 };
 
-// Group rows [0, rows) (row_stride bytes apart; d: the first of kColumns consecutive blocks'
-// fp16 scales, block_bytes apart) with activations a[0, rows). Lanes past `columns` are unused.
-inline void prepare(const uint8_t* d, size_t row_stride, size_t block_bytes, int rows, int columns, const float* a,
-                    Prepared& out) {
-  __m256 v[32];
+// Quantizes v[r] (row r's activation times its kColumns block scales) to the pairs of `out`.
+inline void quantize_pairs(const __m256* v, int rows, Prepared& out) {
   __m256 amax = _mm256_setzero_ps();
-  for (int r = 0; r < rows; ++r) {
-    alignas(16) uint16_t h[kColumns] = {};
-    for (int k = 0; k < kColumns; ++k)
-      if (k < columns) std::memcpy(h + k, d + r * row_stride + k * block_bytes, sizeof(uint16_t));
-    v[r] = _mm256_mul_ps(_mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h))), _mm256_set1_ps(a[r]));
-    amax = _mm256_max_ps(amax, _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v[r]));
-  }
+  for (int r = 0; r < rows; ++r) amax = _mm256_max_ps(amax, _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v[r]));
   const __m256 zero = _mm256_setzero_ps();
   const __m256 nonzero = _mm256_cmp_ps(amax, zero, _CMP_GT_OQ);
   const __m256 inv = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(static_cast<float>(kLevels)), amax), nonzero);
@@ -57,6 +50,34 @@ inline void prepare(const uint8_t* d, size_t row_stride, size_t block_bytes, int
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.pairs + r / 2 * kColumns), pair);
   }
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.qsum), qsum);
+}
+
+// Group rows [0, rows) (row_stride bytes apart; d: the first of kColumns consecutive blocks'
+// fp16 scales, block_bytes apart) with activations a[0, rows). Lanes past `columns` are unused.
+inline void prepare(const uint8_t* d, size_t row_stride, size_t block_bytes, int rows, int columns, const float* a,
+                    Prepared& out) {
+  __m256 v[32];
+  for (int r = 0; r < rows; ++r) {
+    alignas(16) uint16_t h[kColumns] = {};
+    for (int k = 0; k < kColumns; ++k)
+      if (k < columns) std::memcpy(h + k, d + r * row_stride + k * block_bytes, sizeof(uint16_t));
+    v[r] = _mm256_mul_ps(_mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h))), _mm256_set1_ps(a[r]));
+  }
+  quantize_pairs(v, rows, out);
+}
+
+// The same from float scales: d[r * kColumns + k], row r's scale of column k.
+inline void prepare(const float* d, int rows, const float* a, Prepared& out) {
+  __m256 v[32];
+  for (int r = 0; r < rows; ++r) v[r] = _mm256_mul_ps(_mm256_loadu_ps(d + r * kColumns), _mm256_set1_ps(a[r]));
+  quantize_pairs(v, rows, out);
+}
+
+// out[k] = sum over rows r of a[r] * m[r * kColumns + k]: the columns' mins times the activations.
+inline void weighted_mins(const float* m, int rows, const float* a, float* out) {
+  __m256 sum = _mm256_setzero_ps();
+  for (int r = 0; r < rows; ++r) sum = _mm256_fmadd_ps(_mm256_loadu_ps(m + r * kColumns), _mm256_set1_ps(a[r]), sum);
+  _mm256_storeu_ps(out, sum);
 }
 
 // The int32 sums of a block column's 32 outputs, 8 per vector.
@@ -101,6 +122,34 @@ inline void add_pair(Sums& s, const uint8_t* q0, const uint8_t* q1, int32_t pair
                                             _mm256_slli_epi32(_mm256_cvtepi8_epi32(load8(q1 + 8 * i)), 16));
       s.v[i] = madd(s.v[i], words, pair);
     }
+  }
+}
+
+// Adds two rows' 32 unpacked int16 weights (q0: row 2p, q1: row 2p + 1) times the activations'
+// pair. The words interleave within 128-bit halves, so Sums' lanes hold outputs in the order
+// finish_words undoes: v[2h] outputs 16h + {0..3, 8..11}, v[2h + 1] 16h + {4..7, 12..15}.
+inline void add_pair_words(Sums& s, const int16_t* q0, const int16_t* q1, int32_t pair_bits) {
+  const __m256i pair = _mm256_set1_epi32(pair_bits);
+  for (int h = 0; h < 2; ++h) {
+    const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(q0 + 16 * h));
+    const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(q1 + 16 * h));
+    s.v[2 * h] = madd(s.v[2 * h], _mm256_unpacklo_epi16(w0, w1), pair);
+    s.v[2 * h + 1] = madd(s.v[2 * h + 1], _mm256_unpackhi_epi16(w0, w1), pair);
+  }
+}
+
+// out[0..32) += scale * sums + min, the sums of add_pair_words; min_lo for outputs 0..15, min_hi
+// for 16..31 (equal but for Q2_K's skew).
+inline void finish_words(float* out, const Sums& s, float scale, float min_lo, float min_hi) {
+  const __m256 step = _mm256_set1_ps(scale);
+  for (int h = 0; h < 2; ++h) {
+    const __m256 min = _mm256_set1_ps(h == 0 ? min_lo : min_hi);
+    const __m256i first = _mm256_permute2x128_si256(s.v[2 * h], s.v[2 * h + 1], 0x20);
+    const __m256i second = _mm256_permute2x128_si256(s.v[2 * h], s.v[2 * h + 1], 0x31);
+    float* o = out + 16 * h;
+    _mm256_storeu_ps(o, _mm256_add_ps(_mm256_fmadd_ps(_mm256_cvtepi32_ps(first), step, _mm256_loadu_ps(o)), min));
+    _mm256_storeu_ps(o + 8,
+                     _mm256_add_ps(_mm256_fmadd_ps(_mm256_cvtepi32_ps(second), step, _mm256_loadu_ps(o + 8)), min));
   }
 }
 
