@@ -19,6 +19,7 @@
 #include "src/model/kv_cache.h"
 #include "src/runtime/session.h"
 #include "src/placement/byte_size.h"
+#include "src/placement/memory_budget.h"
 #include "src/placement/plan_table.h"
 
 namespace latte::cli {
@@ -138,6 +139,7 @@ struct PlanFlags {
   std::string cache_type = "f16";
   int64_t batch = 512;
   std::string gpu_vram;
+  std::string mem_budget;
 
   void add_to(CLI::App& app) {
     const std::string group = "placement (--plan)";
@@ -154,13 +156,17 @@ struct PlanFlags {
         ->group(group);
     app.add_option("--gpu-vram", gpu_vram, "SIZE: plan for a GPU with this much free memory (default: the one found)")
         ->group(group);
+    app.add_option("--mem-budget", mem_budget,
+                   "SIZE: plan the CPU's share for this much RAM (default: the memory cgroup's limit or "
+                   "MemAvailable, less 5%)")
+        ->group(group);
   }
 
   // A placement flag without --plan is a mistake, not something to ignore.
   void require_plan(const CLI::App& app) const {
     if (plan) return;
     for (const char* name : {"--n-gpu-layers", "--cpu-moe", "--n-cpu-moe", "--gpu-budget", "--override-tensor",
-                             "--ctx-size", "--cache-type", "--batch-size", "--gpu-vram"})
+                             "--ctx-size", "--cache-type", "--batch-size", "--gpu-vram", "--mem-budget"})
       if (app.count(name) > 0) ggl::fail("{} needs --plan", typed_flag(app, name));
   }
 
@@ -190,6 +196,27 @@ struct PlanFlags {
     const latte::Placement p = latte::plan_placement(tensors, n_layer, request, latte::gpu_work_bytes(hp, batch, ctx));
     fmt::print("placement:     -c {} ({} cache), batch {}, {}\n", ctx, ggl::type_name(*type), batch, device);
     fmt::print("{}", latte::plan_table(p, hp.is_mla()));
+    print_ram(app, p, latte::gpu_work_bytes(hp, batch, ctx), hp);
+  }
+
+  // The RAM tier: the budget and what it holds (src/placement/memory_budget.h).
+  void print_ram(const CLI::App& app, const latte::Placement& p, size_t work, const latte::Hparams& hp) const {
+    std::optional<size_t> budget;
+    std::string from = "--mem-budget";
+    if (!mem_budget.empty()) {
+      budget = parse_byte_size(mem_budget);
+      if (!budget) ggl::fail("{} '{}' is not a size (e.g. 16G)", typed_flag(app, "--mem-budget"), mem_budget);
+    } else {
+      const latte::MemoryLimits limits = latte::read_memory_limits();
+      budget = latte::default_memory_budget(limits);
+      from = limits.cgroup_limit ? "the memory cgroup's limit or MemAvailable, less 5%" : "MemAvailable, less 5%";
+    }
+    if (!budget) {
+      fmt::print("ram: no budget (this system tells neither a cgroup limit nor MemAvailable; give --mem-budget)\n");
+      return;
+    }
+    fmt::print("memory:        {} budget ({})\n", format_bytes(static_cast<double>(*budget)), from);
+    fmt::print("{}", latte::ram_plan_lines(latte::plan_ram(p, *budget, work, hp.moe.n_expert, hp.moe.n_expert_used)));
   }
 };
 

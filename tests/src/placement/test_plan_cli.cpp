@@ -3,6 +3,9 @@
 // none), and one-line errors naming the flag for bad values.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <string>
 
 #include "ggml-like/registry/backend_registry.h"
@@ -86,6 +89,8 @@ TEST(PlanCli, BadValuesAreOneLineErrors) {
       {info + "--gpu-vram big", "latte info: error: --gpu-vram 'big' is not a size (e.g. 24G)\n"},
       {info + "--cache-type q4_1", "latte info: error: --cache-type 'q4_1' is not one of f32, f16, bf16, q8_0, q4_0\n"},
       {"info " + model() + " --cpu-moe", "latte info: error: --cpu-moe needs --plan\n"},
+      {info + "--mem-budget lots", "latte info: error: --mem-budget 'lots' is not a size (e.g. 16G)\n"},
+      {"info " + model() + " --mem-budget 4G", "latte info: error: --mem-budget needs --plan\n"},
       {"run -p hi -n 1 --gpu-budget 12Q",
        "latte run: error: --gpu-budget '12Q' is not a size (e.g. 12G, 512M) or auto\n"},
   };
@@ -97,6 +102,50 @@ TEST(PlanCli, BadValuesAreOneLineErrors) {
   const auto regex = run_latte_apart(info + "-ot '(=cpu'");
   EXPECT_EQ(regex.exit_code, 1);
   EXPECT_EQ(regex.err.rfind("latte info: error: -ot '(=cpu': '(' is not a regular expression (", 0), 0u) << regex.err;
+}
+
+// The RAM tier under --mem-budget: everything fits a large budget; a budget between the resident
+// part and the whole model leaves an expert cache for some of the routed experts; one below the
+// resident part is a warning, not an error.
+TEST(PlanCli, MemoryBudgetSplitsTheRam) {
+  LATTE_REQUIRE_SHARED(kModel);
+  const auto all = run_latte_apart("info " + model() + " --plan --mem-budget 16G");
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_NE(all.out.find("memory:        16.00 GiB budget (--mem-budget)\nram: "), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find(" experts of up to "), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find(": all fit, nothing is read from disk"), std::string::npos) << all.out;
+  EXPECT_EQ(all.out.find("warning"), std::string::npos) << all.out;
+
+  const auto none = run_latte_apart("info " + model() + " --plan --mem-budget 1K");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_NE(none.out.find("holds 0 (0%)"), std::string::npos) << none.out;
+  EXPECT_NE(none.out.find("\nwarning: the resident part and work buffers ("), std::string::npos) << none.out;
+
+  // On the GPU, routed experts are not the RAM's to hold.
+  const auto gpu = run_latte_apart("info " + model() + " --plan --gpu-vram 24G -ngl 99 --mem-budget 1K");
+  ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
+  EXPECT_EQ(gpu.out.find("ram: routed experts"), std::string::npos) << gpu.out;
+  EXPECT_NE(gpu.out.find("ram: "), std::string::npos) << gpu.out;
+}
+
+// Where this machine lets the tests make a memory cgroup (root, a memory controller), the default
+// budget is the cgroup's limit less its headroom: 1 GiB less 256 MiB.
+TEST(PlanCli, TheMemoryCgroupLimitIsTheDefaultBudget) {
+  LATTE_REQUIRE_SHARED(kModel);
+  if (::geteuid() != 0) GTEST_SKIP() << "not root: cannot make a memory cgroup";
+  if (!std::filesystem::exists("/sys/fs/cgroup/memory") &&
+      !std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers"))
+    GTEST_SKIP() << "no memory cgroup controller mounted";
+  const std::filesystem::path script = latte::testing::test_data_dir() / "../../scripts/cgroup-run.sh";
+  const auto r = latte::testing::run_command(latte::testing::shell_quoted(script) + " --keep-cache 1G " +
+                                             latte::testing::shell_quoted(latte::testing::latte_binary()) + " info " +
+                                             model() + " --plan");
+  if (r.out.find("cgroup-run: cannot create") != std::string::npos)
+    GTEST_SKIP() << "this machine does not let the tests make a cgroup: " << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("memory:        768.00 MiB budget (the memory cgroup's limit or MemAvailable, less 5%)"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(PlanCli, RunNotesThePlacementFlags) {
