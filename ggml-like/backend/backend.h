@@ -28,6 +28,7 @@ namespace ggl {
 enum class Memory { kHost, kDevice };
 
 class Backend;
+class PagedWeights;
 
 // Bytes a backend allocated in its memory (weights it holds, copies of activations). Freed with
 // the buffer; the backend must outlive it.
@@ -126,6 +127,10 @@ class Backend {
   // Graphs keep the file's types and bytes, so other backends (a scheduler's devices) never see a
   // layout. By default nothing is read in place of the leaves.
   virtual void use_prepared_weights(std::shared_ptr<const PreparedWeights> prepared) {}
+  // From now on, asks `pager` where the slices of the paged expert weights a graph's mul_mat_id
+  // nodes read are (paged_weights.h); nullptr: none. By default a backend does not ask, and reads
+  // the leaves' own data (the same bytes, outside any budget).
+  virtual void use_paged_weights(std::shared_ptr<PagedWeights> pager) {}
 
  protected:
   // The raw allocation behind allocate() / BackendBuffer (host memory by default).

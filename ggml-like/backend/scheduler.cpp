@@ -168,6 +168,10 @@ void Scheduler::use_prepared_weights(std::shared_ptr<const PreparedWeights> prep
   for (Backend* b : raw_) b->use_prepared_weights(prepared);
 }
 
+void Scheduler::use_paged_weights(std::shared_ptr<PagedWeights> pager) {
+  for (Backend* b : raw_) b->use_paged_weights(pager);
+}
+
 void Scheduler::synchronize() {
   for (Backend* b : raw_) b->synchronize();
 }

@@ -76,8 +76,10 @@ class Scheduler final : public Backend {
     return raw_.front()->attention_speed(dk, dv, heads_per_kv);
   }
 
-  // Given to every backend (each reads the copies it made).
+  // Given to every backend (each reads the copies it made; each asks the pager, or reads the
+  // leaves' own data).
   void use_prepared_weights(std::shared_ptr<const PreparedWeights> prepared) override;
+  void use_paged_weights(std::shared_ptr<PagedWeights> pager) override;
 
   std::span<Backend* const> backends() const { return raw_; }
   // The split of the last graph computed.

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <set>
 #include <string>
@@ -211,6 +212,13 @@ void CpuBackend::compute(Graph& graph) {
   for (const Tensor* n : nodes) work = std::max(work, cpu_work_bytes(*n, n_threads_, graph.batch_invariant()));
   ensure(work_, work_size_, work);
 
+  // The mul_mat_id nodes whose weights the pager holds, and where their experts are.
+  std::vector<char> paged(nodes.size(), 0);
+  if (pager_)
+    for (size_t i = 0; i < nodes.size(); ++i)
+      paged[i] = nodes[i]->op == Op::kMulMatId && pager_->pages(*nodes[i]->src[0]);
+  std::vector<const uint8_t*> slices;
+
   const int team = threads_for(graph);
   last_threads_ = team;
   last_barriers_ = 0;
@@ -230,13 +238,17 @@ void CpuBackend::compute(Graph& graph) {
     for (size_t i = 0; i < nodes.size(); ++i) {
       const bool timed = profiling && nodes[i]->op != Op::kView && nodes[i]->op != Op::kLeaf;
       const Clock::time_point start = timed ? Clock::now() : Clock::time_point{};
+      if (paged[i]) acquire_experts(*nodes[i], slices);
+      th.expert_slices = paged[i] ? slices.data() : nullptr;
       cpu_run_node(*nodes[i], th);
       if (timed) profile_.run[i] = seconds_since(start);
     }
     return;
   }
-  const std::vector<char> need_barrier = barriers_needed(graph, team);
+  std::vector<char> need_barrier = barriers_needed(graph, team);
+  for (size_t i = 0; i < nodes.size(); ++i) need_barrier[i] |= paged[i];  // the pager reads the ids
   for (char b : need_barrier) last_barriers_ += b;
+  std::exception_ptr failed;  // what the pager threw, on thread 0
   std::unique_ptr<CpuBarrier> barrier;
 #pragma omp parallel num_threads(team)
   {
@@ -255,6 +267,18 @@ void CpuBackend::compute(Graph& graph) {
       if (n->op == Op::kView || n->op == Op::kLeaf) continue;
       const Clock::time_point arrived = profiling ? Clock::now() : Clock::time_point{};
       if (need_barrier[i]) th.barrier();
+      if (paged[i]) {
+        if (th.ith == 0) {
+          try {
+            acquire_experts(*n, slices);
+          } catch (...) {
+            failed = std::current_exception();
+          }
+        }
+        th.barrier();  // the slices are in place, or the pager failed: every thread stops
+        if (failed) break;
+      }
+      th.expert_slices = paged[i] ? slices.data() : nullptr;
       const Clock::time_point start = profiling ? Clock::now() : Clock::time_point{};
       cpu_run_node(*n, th);
       if (profiling) {
@@ -263,6 +287,24 @@ void CpuBackend::compute(Graph& graph) {
       }
     }
   }
+  if (failed) std::rethrow_exception(failed);
+}
+
+// The distinct experts a mul_mat_id's ids name, from the pager: slices[e] for each.
+void CpuBackend::acquire_experts(const Tensor& node, std::vector<const uint8_t*>& slices) const {
+  const Tensor& w = *node.src[0];
+  const Tensor& ids = *node.src[2];
+  const int64_t E = w.ne[2];
+  slices.assign(static_cast<size_t>(E), nullptr);
+  std::vector<char> named(static_cast<size_t>(E), 0);
+  std::vector<int32_t> used;
+  for (int64_t t = 0; t < ids.ne[1]; ++t)
+    for (int64_t i = 0; i < ids.ne[0]; ++i)
+      if (const int32_t e = ids.i32_row(t)[i]; e >= 0 && e < E && !named[e]) {
+        named[e] = 1;
+        used.push_back(e);
+      }
+  pager_->acquire(w, used, slices);
 }
 
 // Fitted to DeepSeek-V2-Lite Q4_0 with 2 threads, where MLA's absorbed and naive prefill break even

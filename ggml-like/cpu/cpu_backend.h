@@ -7,13 +7,16 @@
 // model is loaded (prepare_weights: repacked_weights.h) are read in place of the file's wherever a
 // graph it is given them in (use_prepared_weights) has one as a leaf. Batch-invariant graphs
 // (graph.h) take kernel paths chosen without regard to the number of tokens, and attention cut at
-// fixed key positions (cpu/simd/attention_merge.h).
+// fixed key positions (cpu/simd/attention_merge.h). A mul_mat_id whose weights a pager holds
+// (use_paged_weights) runs after thread 0 has asked the pager for the experts its ids name, the
+// team meeting before and after.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "ggml-like/backend/backend.h"
+#include "ggml-like/backend/paged_weights.h"
 #include "ggml-like/cpu/cpu_profile.h"
 #include "ggml-like/cpu/repacked_weights.h"
 #include "ggml-like/graph/graph_plan.h"
@@ -36,6 +39,7 @@ class CpuBackend final : public Backend {
   std::shared_ptr<const PreparedWeights> prepare_weights(std::span<const OfferedWeight> weights,
                                                          const std::function<void(size_t)>& on_copied) override;
   void use_prepared_weights(std::shared_ptr<const PreparedWeights> prepared) override;
+  void use_paged_weights(std::shared_ptr<PagedWeights> pager) override { pager_ = std::move(pager); }
 
   int n_threads() const { return n_threads_; }
   int last_threads() const { return last_threads_; }  // threads the last graph ran on
@@ -58,9 +62,11 @@ class CpuBackend final : public Backend {
   // Fewer threads for small graphs: each thread must get enough work to pay for its barriers.
   int threads_for(const Graph& graph) const;
   std::vector<char> barriers_needed(const Graph& graph, int n_threads) const;
+  void acquire_experts(const Tensor& node, std::vector<const uint8_t*>& slices) const;
 
   int n_threads_;
   std::shared_ptr<const RepackedWeights> repacked_;
+  std::shared_ptr<PagedWeights> pager_;
   PlanCache plans_;
   Buffer arena_;
   size_t arena_size_ = 0;

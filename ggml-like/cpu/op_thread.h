@@ -22,6 +22,9 @@ struct CpuThread {
   // The graph is batch-invariant (graph.h): kernels take the paths whose results per token do not
   // depend on the number of tokens or threads.
   bool batch_invariant = false;
+  // Where a mul_mat_id's expert e starts when its weights are paged (backend/paged_weights.h),
+  // for the node being run; nullptr: at the weights' data, e * nb[2] on.
+  const uint8_t* const* expert_slices = nullptr;
 
   // Every thread of the team must call it.
   void barrier() const;

@@ -335,6 +335,8 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
     }
 
   const size_t rb = row_bytes(w.type, K);
+  // Expert e's rows: in the weights, or where the pager put them (backend/paged_weights.h).
+  const auto expert = [&](int64_t e) { return th.expert_slices ? th.expert_slices[e] : w.bytes() + e * w.nb[2]; };
   if (l.panels) {
     // Whole panels per thread; each routed expert's panels are unpacked once for all its pairs.
     const size_t cb = l.gemm->column_bytes(K);
@@ -348,7 +350,7 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
       for (int64_t p = p0; p < p1; ++p) {
         const int64_t n0 = p * kIntGemmPanelRows, rows = std::min(kIntGemmPanelRows, N - n0);
         multiply_columns(
-            *l.gemm, w.type, w.bytes() + e * w.nb[2] + n0 * rb, rb, rows, K, mine + l.panel, count,
+            *l.gemm, w.type, expert(e) + n0 * rb, rb, rows, K, mine + l.panel, count,
             [&](int64_t c) { return columns + (ep[c] % k_used % S + S * (ep[c] / k_used)) * cb; },
             [&](int64_t c) { return dst.f32_row(ep[c] % k_used, ep[c] / k_used) + n0; });
       }
@@ -360,7 +362,7 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
   const int64_t rows = n1 - n0;
   for (int64_t e = 0; e < E; ++e) {
     if (l.panels && takes_panels(*l.gemm, w.type, start[e + 1] - start[e], l.invariant)) continue;  // done above
-    const uint8_t* we = w.bytes() + e * w.nb[2] + n0 * rb;
+    const uint8_t* we = expert(e) + n0 * rb;
     if (l.gemm) {
       const size_t cb = l.gemm->column_bytes(K);
       for (int64_t p0 = start[e]; p0 < start[e + 1]; p0 += kIdTile) {

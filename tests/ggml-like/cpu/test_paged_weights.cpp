@@ -1,0 +1,189 @@
+// Paged expert weights (backend/paged_weights.h) on the CPU backend: a routed-expert block (gate
+// and up, independent neighbours, then down) whose weight leaves hold NaNs, with the real expert
+// slices elsewhere, given out by a pager. The results must equal, bit for bit, those of the same
+// graph on the real weights, on one thread and on a team, for a decode step and a prefill (whose
+// experts take the GEMM's panels); the pager must be asked once per node for exactly the experts
+// the ids name; and a pager that fails stops the computation with its error, leaving the backend
+// able to compute the next graph.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ggml-like/backend/paged_weights.h"
+#include "ggml-like/core/error.h"
+#include "ggml-like/cpu/cpu_backend.h"
+#include "ggml-like/graph/graph.h"
+#include "ggml-like/quant/quant.h"
+
+namespace test_paged_weights {
+
+using ggl::Graph;
+using ggl::Tensor;
+using ggl::Type;
+
+// Stacked expert weights [K, N, E] of one type: the real bytes, and a copy of the same size full
+// of NaN bit patterns for the leaf.
+struct Stack {
+  Type type;
+  int64_t K, N, E;
+  std::vector<uint8_t> real, poison;
+  size_t slice_bytes() const { return ggl::row_bytes(type, K) * static_cast<size_t>(N); }
+};
+Stack make_stack(Type type, int64_t K, int64_t N, int64_t E, uint32_t seed) {
+  Stack s{type, K, N, E, {}, {}};
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 0.1f);
+  std::vector<float> row(static_cast<size_t>(K));
+  const size_t rb = ggl::row_bytes(type, K);
+  s.real.resize(rb * static_cast<size_t>(N * E));
+  for (int64_t r = 0; r < N * E; ++r) {
+    for (float& v : row) v = normal(rng);
+    if (type == Type::F32)
+      std::memcpy(s.real.data() + r * rb, row.data(), rb);
+    else
+      ggl::quantize_row(type, row.data(), s.real.data() + r * rb, K);
+  }
+  s.poison.assign(s.real.size(), 0xFF);  // 0xFFFF: a NaN as fp16 scale, as float bits too
+  return s;
+}
+
+// Gives out each paged leaf's slices from copies of its own, and records what it was asked for.
+class TestPager final : public ggl::PagedWeights {
+ public:
+  void hold(const Stack& s) {
+    std::vector<std::vector<uint8_t>> copies;
+    for (int64_t e = 0; e < s.E; ++e)
+      copies.emplace_back(s.real.begin() + e * s.slice_bytes(), s.real.begin() + (e + 1) * s.slice_bytes());
+    slices_[s.poison.data()] = std::move(copies);
+  }
+  bool pages(const Tensor& leaf) const override { return slices_.count(static_cast<const uint8_t*>(leaf.data)) > 0; }
+  void acquire(const Tensor& leaf, std::span<const int32_t> used, std::span<const uint8_t*> at) override {
+    if (calls.empty()) first_leaf = leaf.name;
+    if (fail_at_call_ == static_cast<int>(calls.size())) ggl::fail("expert read failed: {} (test)", leaf.name);
+    calls.push_back({leaf.name, std::set<int32_t>(used.begin(), used.end())});
+    EXPECT_EQ(calls.back().used.size(), used.size()) << "each expert once";
+    auto& copies = slices_.at(static_cast<const uint8_t*>(leaf.data));
+    for (int32_t e : used) at[e] = copies[e].data();
+  }
+  void fail_at_call(int n) { fail_at_call_ = n; }
+
+  struct Call {
+    std::string leaf;
+    std::set<int32_t> used;
+  };
+  std::vector<Call> calls;
+  std::string first_leaf;
+
+ private:
+  std::map<const uint8_t*, std::vector<std::vector<uint8_t>>> slices_;
+  int fail_at_call_ = -1;
+};
+
+// The routed experts of T tokens, k_used of E each: down(swiglu(gate x, up x)).
+struct Experts {
+  int64_t K = 256, F = 256, E = 6, k_used = 2, T;
+  Type type;
+  Stack gate, up, down;
+  std::vector<float> x;
+  std::vector<int32_t> ids;
+  Experts(Type t, int64_t tokens)
+      : T(tokens),
+        type(t),
+        gate(make_stack(t, K, F, E, 1)),
+        up(make_stack(t, K, F, E, 2)),
+        down(make_stack(t, F, K, E, 3)) {
+    std::mt19937 rng(4);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    x.resize(static_cast<size_t>(K * T));
+    for (float& v : x) v = normal(rng);
+    // Experts 0..E-2 only (E-1 is never named), two different ones per token.
+    for (int64_t t = 0; t < T; ++t) {
+      ids.push_back(static_cast<int32_t>(t % (E - 1)));
+      ids.push_back(static_cast<int32_t>((t + 2) % (E - 1)));
+    }
+  }
+  std::set<int32_t> named() const { return {ids.begin(), ids.end()}; }
+
+  // Runs the block on `backend`, the leaves on the real weights or on the poisoned ones.
+  std::vector<float> run(ggl::CpuBackend& backend, bool poisoned) {
+    Graph g;
+    const auto leaf = [&](Stack& s, const char* name) {
+      return g.external(s.type, std::vector<int64_t>{s.K, s.N, s.E}, poisoned ? s.poison.data() : s.real.data(), name);
+    };
+    Tensor* xt = g.external(Type::F32, std::vector<int64_t>{K, 1, T}, x.data(), "x");
+    Tensor* it = g.external(Type::I32, std::vector<int64_t>{k_used, T}, ids.data(), "ids");
+    Tensor* h = g.swiglu(g.mul_mat_id(leaf(gate, "gate_exps"), xt, it), g.mul_mat_id(leaf(up, "up_exps"), xt, it));
+    Tensor* out = g.mul_mat_id(leaf(down, "down_exps"), h, it);
+    g.mark_output(out);
+    backend.compute(g);
+    const auto* p = static_cast<const float*>(out->data);
+    return {p, p + out->n_elements()};
+  }
+};
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST(PagedWeights, ExpertsAreReadWhereThePagerPutsThem) {
+  for (Type type : {Type::Q4_0, Type::Q4_K, Type::F32})
+    for (int64_t tokens : {1, 40})
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(std::string(ggl::type_name(type)) + ", " + std::to_string(tokens) + " tokens, " +
+                     std::to_string(threads) + " threads");
+        Experts ex(type, tokens);
+        ggl::CpuBackend plain(threads);
+        const std::vector<float> want = ex.run(plain, false);
+        ASSERT_TRUE(std::all_of(want.begin(), want.end(), [](float v) { return std::isfinite(v); }));
+
+        auto pager = std::make_shared<TestPager>();
+        for (const Stack* s : {&ex.gate, &ex.up, &ex.down}) pager->hold(*s);
+        ggl::CpuBackend paged(threads);
+        paged.use_paged_weights(pager);
+        EXPECT_TRUE(same_bits(ex.run(paged, true), want)) << "the pager's slices, not the leaves' NaNs";
+        ASSERT_EQ(pager->calls.size(), 3u) << "once per node";
+        std::set<std::string> leaves;
+        for (const auto& c : pager->calls) {
+          EXPECT_EQ(c.used, ex.named()) << c.leaf;
+          leaves.insert(c.leaf);
+        }
+        EXPECT_EQ(leaves, (std::set<std::string>{"gate_exps", "up_exps", "down_exps"}));
+        EXPECT_EQ(pager->calls[2].leaf, "down_exps") << "after the two it reads the result of";
+      }
+}
+
+TEST(PagedWeights, AFailedReadStopsTheGraphWithItsError) {
+  for (int threads : {1, 2})
+    for (int fail_at : {0, 2}) {
+      SCOPED_TRACE(std::to_string(threads) + " threads, failing call " + std::to_string(fail_at));
+      Experts ex(Type::Q4_0, 3);
+      auto pager = std::make_shared<TestPager>();
+      for (const Stack* s : {&ex.gate, &ex.up, &ex.down}) pager->hold(*s);
+      pager->fail_at_call(fail_at);
+      ggl::CpuBackend backend(threads);
+      backend.use_paged_weights(pager);
+      try {
+        ex.run(backend, true);
+        ADD_FAILURE() << "no error";
+      } catch (const ggl::Error& e) {
+        // The first node of the graph is gate's or up's (the order the graph was built in).
+        const std::string leaf = fail_at == 2 ? "down_exps" : pager->first_leaf;
+        EXPECT_EQ(std::string(e.what()), "expert read failed: " + leaf + " (test)");
+      }
+      // The next graph runs, with the pager reading again.
+      pager->fail_at_call(-1);
+      ggl::CpuBackend plain(threads);
+      EXPECT_TRUE(same_bits(ex.run(backend, true), ex.run(plain, false)));
+    }
+}
+
+}  // namespace test_paged_weights
