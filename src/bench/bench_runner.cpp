@@ -106,13 +106,14 @@ std::vector<BenchTest> expand_tests(const BenchOptions& o) {
 uint64_t prefault_weights(const Model& model) {
   constexpr size_t kPage = 4096;
   uint64_t sum = 0;
-  // The weights the runs read from the file: not those the CPU rewrote at load, whose copies
-  // are in memory already and whose file pages were released.
+  // The weights the runs read from the file's mapping: not those the CPU rewrote at load, whose
+  // copies are in memory already and whose file pages were released, nor the paged experts.
   ModelWeights weights = model.weights();
   const ggl::PreparedWeights* copies = model.prepared_weights().get();
+  const ExpertPager* pager = model.expert_pager().get();  // paged experts: read into its cache, not mapped
   std::set<WeightRef> seen;
   for_each_weight(weights, [&](WeightRef& t) {
-    if (t && seen.insert(t).second && !(copies && copies->copied(t->data)))
+    if (t && seen.insert(t).second && !(copies && copies->copied(t->data)) && !(pager && pager->holds(t->data)))
       for (size_t off = 0; off < t->nbytes; off += kPage) sum += t->data[off];
   });
   return sum;

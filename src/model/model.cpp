@@ -60,10 +60,15 @@ Model::Model(const std::string& path, ModelOptions options)
 
 Model::Model(std::shared_ptr<const ggl::GgufFile> file, ModelOptions options)
     : file_(std::move(file)), hparams_(read_hparams(*file_)), weights_(load_weights(*file_, hparams_)) {
+  if (options.expert_cache) pager_ = std::make_shared<ExpertPager>(*file_, weights_, *options.expert_cache);
   if (!options.repack) return;
-  const std::vector<WeightRef> tensors = product_weights(weights_);
+  std::vector<WeightRef> tensors;
   std::vector<ggl::OfferedWeight> offered;
-  for (WeightRef t : tensors) offered.push_back(offer(t, weights_.output));
+  for (WeightRef t : product_weights(weights_)) {
+    if (pager_ && pager_->holds(t->data)) continue;  // read from the file into the cache as they are
+    tensors.push_back(t);
+    offered.push_back(offer(t, weights_.output));
+  }
   prepared_ = ggl::make_backend({})->prepare_weights(offered, [&](size_t i) { file_->release(*tensors[i]); });
 }
 

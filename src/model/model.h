@@ -1,13 +1,16 @@
 // A loaded model: the memory-mapped GGUF file, its hyperparameters and its weights (pointers into
 // the mapping), and the copies the CPU backend made at load of the matrices it multiplies faster
-// in a layout of its own (Backend::prepare_weights; sessions give them to their backends).
+// in a layout of its own (Backend::prepare_weights; sessions give them to their backends), and
+// where a memory budget calls for it, the cache its routed experts are read into (expert_pager.h).
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ggml-like/backend/backend.h"
 #include "ggml-like/gguf/gguf.h"
+#include "src/model/expert_pager.h"
 #include "src/model/hparams.h"
 #include "src/model/metadata_override.h"
 #include "src/model/weights.h"
@@ -21,6 +24,10 @@ struct ModelOptions {
   bool repack = true;
   // Metadata values to load the model with instead of the file's (--override-kv).
   std::vector<MetadataOverride> overrides;
+  // Bytes for a cache of routed experts read from the file (expert_pager.h), where the routed
+  // experts do not all fit the memory budget (--mem-budget); nullopt: the file's mapping serves
+  // them all. Paged experts are not rewritten (repack).
+  std::optional<size_t> expert_cache;
 };
 
 class Model {
@@ -37,12 +44,15 @@ class Model {
   // The CPU's copies of some of them (nullptr: none). The file's pages of a copied matrix are
   // released at load (they stay in the page cache), so the process holds one copy of each weight.
   const std::shared_ptr<const ggl::PreparedWeights>& prepared_weights() const { return prepared_; }
+  // The routed experts' cache (nullptr: none); sessions give it to their backends.
+  const std::shared_ptr<ExpertPager>& expert_pager() const { return pager_; }
 
  private:
   std::shared_ptr<const ggl::GgufFile> file_;
   Hparams hparams_;
   ModelWeights weights_;
   std::shared_ptr<const ggl::PreparedWeights> prepared_;
+  std::shared_ptr<ExpertPager> pager_;
 };
 
 }  // namespace latte

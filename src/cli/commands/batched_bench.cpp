@@ -93,7 +93,7 @@ int cmd_batched_bench(int argc, char** argv) {
   opts.n_batch = opts.session.n_batch;                                   // -b, or -ub when smaller
 
   if (model_path.empty()) model_path = default_model_path();
-  const Model model(model_path, session_flags.model_options());
+  const Model model(model_path, session_flags.model_options(model_path));
   bench::prefault_weights(model);
   const int threads = opts.session.n_threads;
   if (mixed_load) {

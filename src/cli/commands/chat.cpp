@@ -86,7 +86,7 @@ int cmd_chat(int argc, char** argv) {
 
   const SessionOptions session_options = session_flags.options();
   if (model_path.empty()) model_path = default_model_path();
-  const Model model(model_path, session_flags.model_options());
+  const Model model(model_path, session_flags.model_options(model_path));
   const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model.file());
   const ChatTemplate& chat_template = choose_template(model.file().metadata(), template_name);
   Session session(model, session_options);

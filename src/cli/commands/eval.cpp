@@ -77,7 +77,7 @@ int cmd_eval(int argc, char** argv) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (decode_from > n) ggl::fail("--decode-from {} is beyond the {} tokens", decode_from, n);
 
-  const Model model(model_path, flags.model_options());
+  const Model model(model_path, flags.model_options(model_path));
   const Hparams& hp = model.hparams();
   if (options.n_ctx == 0) {
     options.n_ctx = std::max(default_context(hp), n);

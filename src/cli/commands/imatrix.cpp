@@ -83,7 +83,7 @@ int cmd_imatrix(int argc, char** argv) {
   };
 
   if (!text_path.empty()) {
-    const Model model(model_path, flags.model_options());
+    const Model model(model_path, flags.model_options(model_path));
     const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model.file());
     const auto [tokens, n_ctx, n_chunk] = chunk_text_file(*tokenizer, text_path, flags, max_chunks, first_chunk);
     SessionOptions options = chunk_session_options(flags, n_ctx);

@@ -33,7 +33,7 @@ int kl_divergence_run(const std::string& model_path, const std::string& base_pat
   const eval::KlBaseHeader& h = base.header();
   if (flags.n_ctx != 0 && flags.n_ctx != h.n_ctx)
     ggl::fail("{} was computed with -c {}; give the same context (or none)", base_path, h.n_ctx);
-  const Model model(model_path, flags.model_options());
+  const Model model(model_path, flags.model_options(model_path));
   if (h.n_vocab != model.hparams().n_vocab)
     ggl::fail("{} holds log-probabilities over {} tokens, the model's vocabulary has {}", base_path, h.n_vocab,
               model.hparams().n_vocab);
@@ -102,7 +102,7 @@ int cmd_perplexity(int argc, char** argv) {
     check_not_input(base_path, text_path);
     check_not_input(base_path, model_path);
   }
-  const Model model(model_path, flags.model_options());
+  const Model model(model_path, flags.model_options(model_path));
   const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model.file());
   const auto [tokens, n_ctx, n_chunk] = chunk_text_file(*tokenizer, text_path, flags, max_chunks);
   const SessionOptions options = chunk_session_options(flags, n_ctx);

@@ -76,7 +76,7 @@ int cmd_run(int argc, char** argv) {
 
   const Stopwatch load_time;
   if (model_path.empty()) model_path = default_model_path();
-  const Model model(model_path, session_flags.model_options());
+  const Model model(model_path, session_flags.model_options(model_path));
   const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model.file());
   Session session(model, session_options);
   Sampler sampler(sampling);
@@ -127,6 +127,7 @@ int cmd_run(int argc, char** argv) {
                              prompt_tokens.size(), rate(static_cast<int64_t>(prompt_tokens.size()), prompt_seconds),
                              generated, rate(generated, generate_seconds), stop, sampler.seed(), load_seconds * 1000)
                      .c_str());
+  if (log_enabled() && model.expert_pager()) std::fprintf(stderr, "%s\n", model.expert_pager()->describe().c_str());
   // Stopped by Ctrl-C: the shell convention for a SIGINT-ended process (128 + 2), after the summary.
   return result.reason == StopReason::kInterrupted ? 130 : 0;
 }

@@ -143,7 +143,7 @@ int cmd_serve(int argc, char** argv) {
   engine_options.prompt_cache = cache_prompt;
   engine_options.session = session_flags.options();
   if (model_path.empty()) model_path = default_model_path();
-  const Model model(model_path, session_flags.model_options());
+  const Model model(model_path, session_flags.model_options(model_path));
   if (session_flags.n_ctx > 0) {
     engine_options.session.n_ctx = session_flags.n_ctx / n_parallel;
     if (engine_options.session.n_ctx < 1)

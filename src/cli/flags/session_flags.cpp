@@ -12,7 +12,10 @@
 #include "src/cli/flags/flag_checks.h"
 #include "src/cli/notes.h"
 #include "src/cli/flags/parse_flags.h"
+#include "src/model/cache_footprint.h"
 #include "src/model/kv_cache.h"
+#include "src/placement/byte_size.h"
+#include "src/placement/memory_budget.h"
 
 namespace latte::cli {
 namespace {
@@ -80,24 +83,66 @@ void SessionFlags::add_to(CLI::App& app) {
                  "KEY=TYPE:VALUE: load the model with this metadata value instead of the file's (TYPE int, float, "
                  "bool or str; repeatable), e.g. deepseek2.expert_group_count=int:1")
       ->group(group);
+  app.add_option("--mem-budget", mem_budget,
+                 "SIZE: the RAM the model may take (default: the memory cgroup's limit or MemAvailable, less 5%); "
+                 "routed experts beyond it are read from the file into a cache of whole experts "
+                 "(docs/memory-budget.md)");
   app.add_flag("--no-mmap", no_mmap, "accepted; latte always maps the model file read-only")->group(group);
   app.add_flag("--mlock", mlock, "accepted; the mapped weights are not locked in memory in this build")->group(group);
   app.add_flag("--log-disable", log_disable, "no notes, warnings or summary line on stderr (errors still print)")
       ->group(group);
 }
 
-ModelOptions SessionFlags::model_options() const {
+ModelOptions SessionFlags::model_options(const std::string& path) const {
   ModelOptions o;
   o.repack = !no_repack;
   for (const std::string& spec : override_kv) o.overrides.push_back(parse_metadata_override(spec));
+  o.expert_cache = expert_cache_for(path);
   return o;
+}
+
+// The RAM plan of `latte info --plan` (placement/memory_budget.h) for a CPU run at this context,
+// cache type and batch: an expert cache where the routed experts do not all fit the budget.
+std::optional<size_t> SessionFlags::expert_cache_for(const std::string& path) const {
+  std::optional<size_t> budget;
+  if (!mem_budget.empty()) {
+    budget = parse_byte_size(mem_budget);
+    if (!budget) ggl::fail("{} '{}' is not a size (e.g. 16G)", typed("--mem-budget"), mem_budget);
+  } else {
+    budget = default_memory_budget(read_memory_limits());
+  }
+  if (!budget) return std::nullopt;
+  const ggl::GgufFile file(path);
+  const std::string arch = file.metadata().get_or<std::string>("general.architecture", "");
+  if (arch != "deepseek2") return std::nullopt;  // the only architecture with routed experts here
+  const KvCacheFootprint f = kv_cache_footprint(file, resolve_cache_type(/*with_notes=*/false));
+  const Hparams& hp = f.hparams;
+  const int64_t ctx = n_ctx > 0 ? n_ctx : default_context(hp);
+  const Placement p = plan_placement(
+      classify_tensors(file.tensors(), hp.n_layer, f.bytes_per_token_and_layer() * static_cast<size_t>(ctx)),
+      static_cast<int>(hp.n_layer), PlacementRequest{}, 0);
+  const RamPlan r = plan_ram(p, *budget, gpu_work_bytes(hp, batch, ctx), hp.moe.n_expert, hp.moe.n_expert_used);
+  if (r.expert_count == 0 || r.all_experts_fit()) return std::nullopt;
+  const std::string prog = app_ ? app_->get_name() : "latte";
+  const auto b = [](size_t n) { return format_bytes(static_cast<double>(n)); };
+  if (r.cache_experts == 0) {
+    warning(prog, fmt::format("a {} memory budget leaves no room for an expert cache ({} resident, {} work "
+                              "buffers): the routed experts are read from the file's mapping as the kernel pages them",
+                              b(r.budget), b(r.resident), b(r.work)));
+    return std::nullopt;
+  }
+  note(prog, fmt::format("a {} memory budget: {} resident, an expert cache of {} for {} of the {} routed experts ({}); "
+                         "the rest are read from the file when a token needs them",
+                         b(r.budget), b(r.resident + r.work), b(r.expert_cache), r.cache_experts, r.expert_count,
+                         b(r.experts)));
+  return r.expert_cache;
 }
 
 std::string SessionFlags::typed(std::string_view name) const {
   return app_ ? typed_flag(*app_, name) : std::string(name);
 }
 
-ggl::Type SessionFlags::resolve_cache_type() const {
+ggl::Type SessionFlags::resolve_cache_type(bool with_notes) const {
   // --cache-type, else -ctk, else -ctv: latte keeps one cache element type.
   const bool k = !cache_type_k.empty(), v = !cache_type_v.empty();
   const bool explicit_type = app_ && app_->count("--cache-type") > 0;
@@ -109,7 +154,7 @@ ggl::Type SessionFlags::resolve_cache_type() const {
   } else if (k || v) {
     name = k ? cache_type_k : cache_type_v;
     flag = k ? "--cache-type-k" : "--cache-type-v";
-    if (k && v && cache_type_k != cache_type_v)
+    if (with_notes && k && v && cache_type_k != cache_type_v)
       note(app_->get_name(),
            fmt::format("{} {} differs from {} {}: latte keeps the cache in one type; using {}", typed("--cache-type-v"),
                        cache_type_v, typed("--cache-type-k"), cache_type_k, cache_type_k));

@@ -34,6 +34,7 @@ struct SessionFlags {
   bool no_op_offload = false;            // -nopo
   bool no_repack = false;                // -nr
   std::vector<std::string> override_kv;  // --override-kv KEY=TYPE:VALUE
+  std::string mem_budget;                // --mem-budget SIZE (default: what Linux allows the process)
   // bench: -ngl and -fa take comma-separated lists, as in llama-bench.
   bool lists = false;
 
@@ -41,8 +42,10 @@ struct SessionFlags {
   // Validated options for a session; throws ggl::Error naming the flag (as typed) for a bad value.
   // Prints the notes for the llama.cpp flags given that this build does not act on.
   SessionOptions options() const;
-  // How to load the model (--no-repack, --override-kv); throws ggl::Error for a malformed override.
-  ModelOptions model_options() const;
+  // How to load the model at `path` (--no-repack, --override-kv, and an expert cache where the
+  // routed experts do not fit --mem-budget, with a note saying so); throws ggl::Error for a
+  // malformed override or budget.
+  ModelOptions model_options(const std::string& path) const;
   // Warns once when the context exceeds the model's training context (context_warning.h).
   void warn_beyond_training(const Hparams& hp, int64_t n_ctx) const;
   // The placement request for one -ngl value (an item of bench's list), when a placement flag
@@ -58,8 +61,9 @@ struct SessionFlags {
  private:
   const CLI::App* app_ = nullptr;
   std::string typed(std::string_view name) const;
-  ggl::Type resolve_cache_type() const;
+  ggl::Type resolve_cache_type(bool with_notes = true) const;
   void note_unsupported() const;
+  std::optional<size_t> expert_cache_for(const std::string& path) const;
 };
 
 }  // namespace latte::cli
