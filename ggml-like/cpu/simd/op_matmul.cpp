@@ -212,8 +212,9 @@ void cpu_mul_mat(const Tensor& dst, const CpuThread& th) {
 
 // mul_mat_t: out[n, m] = sum_k w[n, k] x[k, m]. Items are (batch, chunk of output columns n);
 // each weight row k is read once per item and added into every activation column (the block
-// types in 16-bit integers where the set has them, transposed_int16.cpp; else decoded to floats). Chunks
-// are whole rows when the batches alone keep the threads busy, else whole-block slices.
+// types in 16-bit integers where the set has them, transposed_int16.cpp; else decoded to
+// floats). Chunks are whole rows when the batches alone keep the threads busy, else whole-block
+// slices.
 namespace {
 int64_t transposed_chunk(const Tensor& dst, int nth) {
   const Tensor& w = *dst.src[0];

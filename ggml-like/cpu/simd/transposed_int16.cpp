@@ -1,10 +1,11 @@
 // The transposed product (mul_mat_t: y[c] += sum over rows r of a[c][r] * row r) for Q4_0, Q8_0
-// and the types of the 16-bit unpacking (unpack_kinds.h) in 16-bit integers, where the set has the steps (GGL_TRANSPOSED_INT16: the x86
-// sets, arch/x86/transposed_x86.h). MLA's decode takes it for every token: the query's absorption
-// through the key half of attn_kv_b (16 heads x 128 rows x 512 in DeepSeek-V2-Lite). The float
-// path (dot.cpp) decodes every weight to a float and multiplies it once; here two rows' quants of
-// a block go into 16-bit pairs and one multiply-add instruction takes 16 products, which measured
-// about twice as fast as the float path (docs/cpu-speed.md, "Query absorption (mul_mat_t)").
+// and the types of the 16-bit unpacking (unpack_kinds.h) in 16-bit integers, where the set has
+// the steps (GGL_TRANSPOSED_INT16: the x86 sets, arch/x86/transposed_x86.h). MLA's decode takes
+// it for every token: the query's absorption through the key half of attn_kv_b (16 heads x 128
+// rows x 512 in DeepSeek-V2-Lite). The float path (dot.cpp) decodes every weight to a float and
+// multiplies it once; here two rows' quants of a block go into 16-bit pairs and one multiply-add
+// instruction takes 16 products, which measured about twice as fast as the float path
+// (docs/cpu-speed.md, "Query absorption (mul_mat_t)").
 //
 // Rows go in groups of 16, block columns kColumns at a time: the group's activations times the
 // block scales of its rows are quantized per block column (14 bits against the largest, as every
@@ -59,24 +60,35 @@ void add_group(const uint8_t* w, size_t row_stride, int64_t g, int rows, int64_t
 }
 
 // A group of rows at a time, all of its block columns before the next (the rows are one run of
-// memory: the walk over them is sequential).
-template <Type T, int C>
-void add_weighted(const uint8_t* w, size_t row_stride, int64_t K, int64_t n, const float* const* a, float* const* y) {
+// memory: the walk over them is sequential): group(g, rows, j0, columns) for rows [g, g + rows)
+// (rows <= kGroupRows) and the 32-value block columns [j0, j0 + columns) (columns <= kColumns).
+template <class Group>
+void walk_groups(int64_t K, int64_t n, Group&& group) {
   const int64_t blocks = n / kQuantBlock;
   for (int64_t g = 0; g < K; g += kGroupRows) {
     const int rows = static_cast<int>(std::min(kGroupRows, K - g));
     for (int64_t j0 = 0; j0 < blocks; j0 += steps::kColumns)
-      add_group<T, C>(w, row_stride, g, rows, j0, static_cast<int>(std::min<int64_t>(steps::kColumns, blocks - j0)), a,
-                      y);
+      group(g, rows, j0, static_cast<int>(std::min<int64_t>(steps::kColumns, blocks - j0)));
   }
+}
+
+// The activation columns two at a time, then the last one alone: add.template operator()<C>(c)
+// for C columns from column c.
+template <class Add>
+void by_column_pairs(int n_cols, Add&& add) {
+  int c = 0;
+  for (; c + 2 <= n_cols; c += 2) add.template operator()<2>(c);
+  if (c < n_cols) add.template operator()<1>(c);
 }
 
 template <Type T>
 void add_weighted_columns(const uint8_t* w, size_t row_stride, int64_t K, int64_t n, const float* const* a,
                           float* const* y, int n_cols) {
-  int c = 0;
-  for (; c + 2 <= n_cols; c += 2) add_weighted<T, 2>(w, row_stride, K, n, a + c, y + c);
-  if (c < n_cols) add_weighted<T, 1>(w, row_stride, K, n, a + c, y + c);
+  by_column_pairs(n_cols, [&]<int C>(int c) {
+    walk_groups(K, n, [&](int64_t g, int rows, int64_t j0, int columns) {
+      add_group<T, C>(w, row_stride, g, rows, j0, columns, a + c, y + c);
+    });
+  });
 }
 
 // The types of unpack_kinds.h (K-quants, IQ4, Q5, i-quants): each block's sub-blocks of 32
@@ -143,16 +155,15 @@ void add_unpacked_group(const uint8_t* w, size_t row_stride, int64_t g, int rows
   }
 }
 
-template <class Kind, int C>
-void add_unpacked(const uint8_t* w, size_t row_stride, int64_t K, int64_t n, const float* const* a, float* const* y) {
+template <class Kind>
+void add_unpacked_columns(const uint8_t* w, size_t row_stride, int64_t K, int64_t n, const float* const* a,
+                          float* const* y, int n_cols) {
   UnpackedRows u;
-  const int64_t columns = n / kQuantBlock;
-  for (int64_t g = 0; g < K; g += kGroupRows) {
-    const int rows = static_cast<int>(std::min(kGroupRows, K - g));
-    for (int64_t j0 = 0; j0 < columns; j0 += steps::kColumns)
-      add_unpacked_group<Kind, C>(w, row_stride, g, rows, j0,
-                                  static_cast<int>(std::min<int64_t>(steps::kColumns, columns - j0)), a, y, u);
-  }
+  by_column_pairs(n_cols, [&]<int C>(int c) {
+    walk_groups(K, n, [&](int64_t g, int rows, int64_t j0, int columns) {
+      add_unpacked_group<Kind, C>(w, row_stride, g, rows, j0, columns, a + c, y + c, u);
+    });
+  });
 }
 
 }  // namespace
@@ -164,11 +175,7 @@ bool add_weighted_rows_int16(Type t, const void* w, size_t row_stride, int64_t K
   if (t == Type::Q4_0) return add_weighted_columns<Type::Q4_0>(wb, row_stride, K, n, a, y, n_cols), true;
   if (t == Type::Q8_0) return add_weighted_columns<Type::Q8_0>(wb, row_stride, K, n, a, y, n_cols), true;
   if (unpack16::block_values(t) == 0 || n % unpack16::block_values(t) != 0) return false;
-  return unpack16::with_kind(t, [&]<class Kind>() {
-    int c = 0;
-    for (; c + 2 <= n_cols; c += 2) add_unpacked<Kind, 2>(wb, row_stride, K, n, a + c, y + c);
-    if (c < n_cols) add_unpacked<Kind, 1>(wb, row_stride, K, n, a + c, y + c);
-  });
+  return unpack16::with_kind(t, [&]<class Kind>() { add_unpacked_columns<Kind>(wb, row_stride, K, n, a, y, n_cols); });
 }
 
 #else  // no steps for this set: the float path
