@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "ggml-like/core/error.h"
 #include "src/placement/byte_size.h"
 
 namespace latte {
@@ -92,6 +93,17 @@ std::optional<size_t> default_memory_budget(const MemoryLimits& limits) {
   if (!base) return std::nullopt;
   const size_t headroom = std::max<size_t>(size_t{256} << 20, *base / 20);
   return *base > headroom ? *base - headroom : 0;
+}
+
+MemoryBudget memory_budget(const std::string& value, const std::string& flag) {
+  if (!value.empty()) {
+    const std::optional<size_t> bytes = parse_byte_size(value);
+    if (!bytes) ggl::fail("{} '{}' is not a size (e.g. 16G)", flag, value);
+    return {bytes, flag};
+  }
+  const MemoryLimits limits = read_memory_limits();
+  return {default_memory_budget(limits),
+          limits.cgroup_limit ? "the memory cgroup's limit or MemAvailable, less 5%" : "MemAvailable, less 5%"};
 }
 
 RamPlan plan_ram(const Placement& p, size_t budget, size_t work_bytes, int64_t n_expert, int64_t n_expert_used) {

@@ -201,22 +201,14 @@ struct PlanFlags {
 
   // The RAM tier: the budget and what it holds (src/placement/memory_budget.h).
   void print_ram(const CLI::App& app, const latte::Placement& p, size_t work, const latte::Hparams& hp) const {
-    std::optional<size_t> budget;
-    std::string from = "--mem-budget";
-    if (!mem_budget.empty()) {
-      budget = parse_byte_size(mem_budget);
-      if (!budget) ggl::fail("{} '{}' is not a size (e.g. 16G)", typed_flag(app, "--mem-budget"), mem_budget);
-    } else {
-      const latte::MemoryLimits limits = latte::read_memory_limits();
-      budget = latte::default_memory_budget(limits);
-      from = limits.cgroup_limit ? "the memory cgroup's limit or MemAvailable, less 5%" : "MemAvailable, less 5%";
-    }
-    if (!budget) {
+    const latte::MemoryBudget budget = latte::memory_budget(mem_budget, typed_flag(app, "--mem-budget"));
+    if (!budget.bytes) {
       fmt::print("ram: no budget (this system tells neither a cgroup limit nor MemAvailable; give --mem-budget)\n");
       return;
     }
-    fmt::print("memory:        {} budget ({})\n", format_bytes(static_cast<double>(*budget)), from);
-    fmt::print("{}", latte::ram_plan_lines(latte::plan_ram(p, *budget, work, hp.moe.n_expert, hp.moe.n_expert_used)));
+    fmt::print("memory:        {} budget ({})\n", format_bytes(static_cast<double>(*budget.bytes)), budget.source);
+    fmt::print("{}",
+               latte::ram_plan_lines(latte::plan_ram(p, *budget.bytes, work, hp.moe.n_expert, hp.moe.n_expert_used)));
   }
 };
 

@@ -104,13 +104,7 @@ ModelOptions SessionFlags::model_options(const std::string& path) const {
 // The RAM plan of `latte info --plan` (placement/memory_budget.h) for a CPU run at this context,
 // cache type and batch: an expert cache where the routed experts do not all fit the budget.
 std::optional<size_t> SessionFlags::expert_cache_for(const std::string& path) const {
-  std::optional<size_t> budget;
-  if (!mem_budget.empty()) {
-    budget = parse_byte_size(mem_budget);
-    if (!budget) ggl::fail("{} '{}' is not a size (e.g. 16G)", typed("--mem-budget"), mem_budget);
-  } else {
-    budget = default_memory_budget(read_memory_limits());
-  }
+  const std::optional<size_t> budget = memory_budget(mem_budget, typed("--mem-budget")).bytes;
   if (!budget) return std::nullopt;
   const ggl::GgufFile file(path);
   const std::string arch = file.metadata().get_or<std::string>("general.architecture", "");
