@@ -159,17 +159,31 @@ void ExpertPager::acquire(const ggl::Tensor& leaf, std::span<const int32_t> used
   }
 }
 
-std::string ExpertPager::describe(const Stats& since) const {
-  const int64_t hits = stats_.hits - since.hits, misses = stats_.misses - since.misses,
-                mapped = stats_.mapped - since.mapped, asked = hits + misses + mapped;
-  const double mb = static_cast<double>(stats_.bytes_read - since.bytes_read) / 1e6;
-  const double seconds = stats_.read_seconds - since.read_seconds;
-  return fmt::format(
+ExpertPager::Stats ExpertPager::Stats::since(const Stats& e) const {
+  Stats d;
+  d.hits = hits - e.hits;
+  d.misses = misses - e.misses;
+  d.mapped = mapped - e.mapped;
+  d.predicted = predicted - e.predicted;
+  d.predicted_right = predicted_right - e.predicted_right;
+  d.prefetched = prefetched - e.prefetched;
+  d.bytes_read = bytes_read - e.bytes_read;
+  d.read_seconds = read_seconds - e.read_seconds;
+  d.wait_seconds = wait_seconds - e.wait_seconds;
+  d.steps = steps - e.steps;
+  return d;
+}
+
+std::string ExpertPager::describe(const Stats& earlier) const {
+  const Stats d = stats_.since(earlier);
+  std::string s = fmt::format(
       "expert cache ({} slots of {:.1f} MB): {} hits, {} misses, {} beyond the slots ({:.1f}% hits); {:.1f} MB read "
-      "at {:.0f} MB/s",
-      slots_, static_cast<double>(slot_bytes_) / 1e6, hits, misses, mapped,
-      asked > 0 ? 100.0 * static_cast<double>(hits) / static_cast<double>(asked) : 0.0, mb,
-      seconds > 0 ? mb / seconds : 0.0);
+      "at {:.0f} MB/s, {:.2f} s waited",
+      slots_, static_cast<double>(slot_bytes_) / 1e6, d.hits, d.misses, d.mapped, 100.0 * d.hit_rate(),
+      static_cast<double>(d.bytes_read) / 1e6, d.read_mb_per_s(), d.wait_seconds);
+  if (d.predicted > 0)
+    s += fmt::format("; {} read ahead, guesses {:.1f}% right", d.prefetched, 100.0 * d.prefetch_accuracy());
+  return s;
 }
 
 }  // namespace latte

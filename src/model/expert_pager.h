@@ -31,12 +31,29 @@ class ExpertPager final : public ggl::PagedWeights {
  public:
   struct Stats {
     // Counted once per layer and step (at the first of its three nodes): experts a token's layer
-    // found in the cache, and those it read into a slot or from the mapping.
+    // found in the cache (read earlier, ahead of need included), and those it read into a slot or
+    // from the mapping.
     int64_t hits = 0;
-    int64_t misses = 0;  // experts read from the file into a slot
+    int64_t misses = 0;  // experts read from the file into a slot when the layer asked for them
     int64_t mapped = 0;  // experts read through the mapping: no slot was free for them
+    // Pre-gating (docs/memory-budget.md): experts a layer used where its experts had been guessed
+    // beforehand, and of those, the ones guessed right.
+    int64_t predicted = 0;
+    int64_t predicted_right = 0;
+    int64_t prefetched = 0;  // experts read ahead of need, on the guess
     size_t bytes_read = 0;
-    double read_seconds = 0;
+    double read_seconds = 0;  // the reads' own time (they overlap the computation where prefetched)
+    double wait_seconds = 0;  // the time the computation waited for reads
+    int64_t steps = 0;        // graphs that asked for experts
+
+    int64_t asked() const { return hits + misses + mapped; }
+    double hit_rate() const { return asked() > 0 ? static_cast<double>(hits) / static_cast<double>(asked()) : 0.0; }
+    // The share of the used experts that the guess named (0 without pre-gating).
+    double prefetch_accuracy() const {
+      return predicted > 0 ? static_cast<double>(predicted_right) / static_cast<double>(predicted) : 0.0;
+    }
+    double read_mb_per_s() const { return read_seconds > 0 ? static_cast<double>(bytes_read) / 1e6 / read_seconds : 0.0; }
+    Stats since(const Stats& earlier) const;  // the counts after `earlier`
   };
 
   // cache_bytes: what the slots may take (whole experts; at least one). Throws ggl::Error when
