@@ -25,6 +25,14 @@ class PagedWeights {
   // that reads the slices starts. Throws ggl::Error where a slice cannot be read (naming what
   // failed); the graph's computation then stops with that error.
   virtual void acquire(const Tensor& leaf, std::span<const int32_t> used, std::span<const uint8_t*> at) = 0;
+  // A graph's prefetch node: slices likely[0..n) of leaf will probably be acquired soon. The pager
+  // may start reading them and return at once; a pager that cannot read ahead ignores it. Called
+  // like acquire (one thread, the ids computed). Never throws for a read: a read that fails shows
+  // when the slice is acquired.
+  virtual void prefetch(const Tensor& leaf, std::span<const int32_t> likely) {
+    (void)leaf;
+    (void)likely;
+  }
 };
 
 }  // namespace ggl

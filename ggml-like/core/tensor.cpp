@@ -29,6 +29,7 @@ std::string_view op_name(Op op) {
     case Op::kCont: return "cont";
     case Op::kCopy: return "copy";
     case Op::kFlashAttn: return "flash_attn";
+    case Op::kPrefetch: return "prefetch";
   }
   return "?";
 }

@@ -35,6 +35,7 @@ enum class Op : uint8_t {
   kCont,       // contiguous f32 copy of any (strided, any element type) tensor
   kCopy,       // converts f32 into the element type of a destination (aliases the destination)
   kFlashAttn,  // causal attention with an online softmax, GQA/MQA
+  kPrefetch,   // no result: the slices of a paged weight some ids will likely use (paged_weights.h)
 };
 std::string_view op_name(Op op);
 

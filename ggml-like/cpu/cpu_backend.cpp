@@ -133,6 +133,7 @@ bool runs_on_thread0_only(const Tensor& n) {
     case Op::kConcat:
     case Op::kCont:
     case Op::kCopy: return n.n_rows() == 1;
+    case Op::kPrefetch: return true;  // thread 0 hands it to the pager
     default: return false;
   }
 }
@@ -212,11 +213,15 @@ void CpuBackend::compute(Graph& graph) {
   for (const Tensor* n : nodes) work = std::max(work, cpu_work_bytes(*n, n_threads_, graph.batch_invariant()));
   ensure(work_, work_size_, work);
 
-  // The mul_mat_id nodes whose weights the pager holds, and where their experts are.
-  std::vector<char> paged(nodes.size(), 0);
+  // The mul_mat_id nodes whose weights the pager holds (and where their experts are), and the
+  // prefetch nodes it takes as hints.
+  std::vector<char> paged(nodes.size(), 0), hint(nodes.size(), 0);
   if (pager_)
-    for (size_t i = 0; i < nodes.size(); ++i)
-      paged[i] = nodes[i]->op == Op::kMulMatId && pager_->pages(*nodes[i]->src[0]);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const bool pages =
+          (nodes[i]->op == Op::kMulMatId || nodes[i]->op == Op::kPrefetch) && pager_->pages(*nodes[i]->src[0]);
+      (nodes[i]->op == Op::kPrefetch ? hint : paged)[i] = pages;
+    }
   std::vector<const uint8_t*> slices;
 
   const int team = threads_for(graph);
@@ -239,6 +244,7 @@ void CpuBackend::compute(Graph& graph) {
       const bool timed = profiling && nodes[i]->op != Op::kView && nodes[i]->op != Op::kLeaf;
       const Clock::time_point start = timed ? Clock::now() : Clock::time_point{};
       if (paged[i]) acquire_experts(*nodes[i], slices);
+      if (hint[i]) prefetch_experts(*nodes[i]);
       th.expert_slices = paged[i] ? slices.data() : nullptr;
       cpu_run_node(*nodes[i], th);
       if (timed) profile_.run[i] = seconds_since(start);
@@ -278,6 +284,7 @@ void CpuBackend::compute(Graph& graph) {
         th.barrier();  // the slices are in place, or the pager failed: every thread stops
         if (failed) break;
       }
+      if (hint[i] && th.ith == 0) prefetch_experts(*n);  // returns at once: no one waits for it
       th.expert_slices = paged[i] ? slices.data() : nullptr;
       const Clock::time_point start = profiling ? Clock::now() : Clock::time_point{};
       cpu_run_node(*n, th);
@@ -290,12 +297,11 @@ void CpuBackend::compute(Graph& graph) {
   if (failed) std::rethrow_exception(failed);
 }
 
-// The distinct experts a mul_mat_id's ids name, from the pager: slices[e] for each.
-void CpuBackend::acquire_experts(const Tensor& node, std::vector<const uint8_t*>& slices) const {
-  const Tensor& w = *node.src[0];
-  const Tensor& ids = *node.src[2];
+namespace {
+
+// The distinct slices (experts) of w that ids i32 [k, T] name, in the order first named.
+std::vector<int32_t> distinct_ids(const Tensor& w, const Tensor& ids) {
   const int64_t E = w.ne[2];
-  slices.assign(static_cast<size_t>(E), nullptr);
   std::vector<char> named(static_cast<size_t>(E), 0);
   std::vector<int32_t> used;
   for (int64_t t = 0; t < ids.ne[1]; ++t)
@@ -304,7 +310,20 @@ void CpuBackend::acquire_experts(const Tensor& node, std::vector<const uint8_t*>
         named[e] = 1;
         used.push_back(e);
       }
-  pager_->acquire(w, used, slices);
+  return used;
+}
+
+}  // namespace
+
+// The distinct experts a mul_mat_id's ids name, from the pager: slices[e] for each.
+void CpuBackend::acquire_experts(const Tensor& node, std::vector<const uint8_t*>& slices) const {
+  const Tensor& w = *node.src[0];
+  slices.assign(static_cast<size_t>(w.ne[2]), nullptr);
+  pager_->acquire(w, distinct_ids(w, *node.src[2]), slices);
+}
+
+void CpuBackend::prefetch_experts(const Tensor& node) const {
+  pager_->prefetch(*node.src[0], distinct_ids(*node.src[0], *node.src[1]));
 }
 
 // Fitted to DeepSeek-V2-Lite Q4_0 with 2 threads, where MLA's absorbed and naive prefill break even

@@ -9,7 +9,8 @@
 // (graph.h) take kernel paths chosen without regard to the number of tokens, and attention cut at
 // fixed key positions (cpu/simd/attention_merge.h). A mul_mat_id whose weights a pager holds
 // (use_paged_weights) runs after thread 0 has asked the pager for the experts its ids name, the
-// team meeting before and after.
+// team meeting before and after; thread 0 hands a prefetch node's ids to the pager, and the team
+// does not wait for it.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -63,6 +64,7 @@ class CpuBackend final : public Backend {
   int threads_for(const Graph& graph) const;
   std::vector<char> barriers_needed(const Graph& graph, int n_threads) const;
   void acquire_experts(const Tensor& node, std::vector<const uint8_t*>& slices) const;
+  void prefetch_experts(const Tensor& node) const;
 
   int n_threads_;
   std::shared_ptr<const RepackedWeights> repacked_;

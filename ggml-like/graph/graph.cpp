@@ -244,6 +244,13 @@ Tensor* Graph::mul_mat_id(Tensor* w, Tensor* x, Tensor* ids) {
   return new_node(Op::kMulMatId, Type::F32, {w->ne[1], ids->ne[0], ids->ne[1], 1}, {w, x, ids});
 }
 
+Tensor* Graph::prefetch(Tensor* w, Tensor* ids) {
+  require_weight(Op::kPrefetch, *w);
+  require_i32(Op::kPrefetch, *ids);
+  require(ids->rows_contiguous(), Op::kPrefetch, "expects contiguous ids", *ids);
+  return new_node(Op::kPrefetch, Type::I32, {1, 1, 1, 1}, {w, ids});
+}
+
 Tensor* Graph::rope(Tensor* a, Tensor* positions, const RopeParams& p, Tensor* freq_factors) {
   require_f32_rows(Op::kRope, *a);
   require_i32(Op::kRope, *positions);

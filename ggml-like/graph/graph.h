@@ -94,6 +94,10 @@ class Graph {
   Tensor* rope(Tensor* a, Tensor* positions, const RopeParams& p, Tensor* freq_factors = nullptr);
   // a f32 [E, T] -> i32 [k, T], largest first (ties: lower index first).
   Tensor* top_k(Tensor* a, const TopKParams& p);
+  // A hint, computing nothing: w's slices (w as mul_mat_id takes it) that ids i32 [k, T] name will
+  // likely be used soon, so whoever pages w (backend/paged_weights.h) may read them ahead. Its
+  // result (one i32) means nothing.
+  Tensor* prefetch(Tensor* w, Tensor* ids);
   // Joins along dimension dim; other dimensions equal, or 1 in one operand (broadcast).
   Tensor* concat(Tensor* a, Tensor* b, int dim);
   // Packed f32 copy of any tensor with contiguous rows (f32, f16, bf16, quantized).

@@ -22,7 +22,8 @@ void run_node(const Tensor& node, const CpuThread& th) {
   count_path(CpuPath::kNode, th);
   switch (node.op) {
     case Op::kLeaf:
-    case Op::kView: return;
+    case Op::kView:
+    case Op::kPrefetch: return;  // the backend hands it to the pager
     case Op::kGetRows: return cpu_get_rows(node, th);
     case Op::kRmsNorm: return cpu_rms_norm(node, th);
     case Op::kAdd:

@@ -3,7 +3,8 @@
 // slices elsewhere, given out by a pager. The results must equal, bit for bit, those of the same
 // graph on the real weights, on one thread and on a team, for a decode step and a prefill (whose
 // experts take the GEMM's panels); the pager must be asked once per node for exactly the experts
-// the ids name; and a pager that fails stops the computation with its error, leaving the backend
+// the ids name; a prefetch node hands the pager the distinct ids it names, between the nodes it
+// stands between; and a pager that fails stops the computation with its error, leaving the backend
 // able to compute the next graph.
 #include <gtest/gtest.h>
 
@@ -71,8 +72,14 @@ class TestPager final : public ggl::PagedWeights {
     if (fail_at_call_ == static_cast<int>(calls.size())) ggl::fail("expert read failed: {} (test)", leaf.name);
     calls.push_back({leaf.name, std::set<int32_t>(used.begin(), used.end())});
     EXPECT_EQ(calls.back().used.size(), used.size()) << "each expert once";
+    order.push_back("acquire " + leaf.name);
     auto& copies = slices_.at(static_cast<const uint8_t*>(leaf.data));
     for (int32_t e : used) at[e] = copies[e].data();
+  }
+  void prefetch(const Tensor& leaf, std::span<const int32_t> likely) override {
+    hints.push_back({leaf.name, std::set<int32_t>(likely.begin(), likely.end())});
+    EXPECT_EQ(hints.back().used.size(), likely.size()) << "each expert once";
+    order.push_back("prefetch " + leaf.name);
   }
   void fail_at_call(int n) { fail_at_call_ = n; }
 
@@ -80,7 +87,8 @@ class TestPager final : public ggl::PagedWeights {
     std::string leaf;
     std::set<int32_t> used;
   };
-  std::vector<Call> calls;
+  std::vector<Call> calls, hints;
+  std::vector<std::string> order;
   std::string first_leaf;
 
  private:
@@ -159,6 +167,36 @@ TEST(PagedWeights, ExpertsAreReadWhereThePagerPutsThem) {
         EXPECT_EQ(leaves, (std::set<std::string>{"gate_exps", "up_exps", "down_exps"}));
         EXPECT_EQ(pager->calls[2].leaf, "down_exps") << "after the two it reads the result of";
       }
+}
+
+TEST(PagedWeights, APrefetchNodeHandsItsIdsToThePager) {
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    Experts ex(Type::Q4_0, 5);
+    auto pager = std::make_shared<TestPager>();
+    for (const Stack* s : {&ex.gate, &ex.down}) pager->hold(*s);
+    ggl::CpuBackend backend(threads);
+    backend.use_paged_weights(pager);
+    Graph g;
+    Tensor* xt = g.external(Type::F32, std::vector<int64_t>{ex.K, 1, ex.T}, ex.x.data(), "x");
+    Tensor* it = g.external(Type::I32, std::vector<int64_t>{ex.k_used, ex.T}, ex.ids.data(), "ids");
+    const std::vector<int32_t> guess = {4, 1, 4, 0};  // [2, 2]: three distinct
+    Tensor* guessed = g.external(Type::I32, std::vector<int64_t>{2, 2}, guess.data(), "guess");
+    Tensor* gate = g.mul_mat_id(
+        g.external(ex.type, std::vector<int64_t>{ex.K, ex.F, ex.E}, ex.gate.poison.data(), "gate_exps"), xt, it);
+    g.prefetch(g.external(ex.type, std::vector<int64_t>{ex.F, ex.K, ex.E}, ex.down.poison.data(), "down_exps"),
+               guessed);
+    g.prefetch(g.external(ex.type, std::vector<int64_t>{ex.K, ex.F, ex.E}, ex.up.real.data(), "up_exps"),
+               guessed);  // not paged
+    Tensor* out =
+        g.mul_mat_id(g.external(ex.type, std::vector<int64_t>{ex.F, ex.K, ex.E}, ex.down.poison.data(), "down_exps"),
+                     g.reshape(gate, {ex.F, ex.k_used, ex.T, 1}), it);
+    g.mark_output(out);
+    backend.compute(g);
+    EXPECT_EQ(pager->order, (std::vector<std::string>{"acquire gate_exps", "prefetch down_exps", "acquire down_exps"}));
+    ASSERT_EQ(pager->hints.size(), 1u);
+    EXPECT_EQ(pager->hints[0].used, (std::set<int32_t>{0, 1, 4}));
+  }
 }
 
 TEST(PagedWeights, AFailedReadStopsTheGraphWithItsError) {
