@@ -10,9 +10,11 @@
 // Both give the same result up to rounding (tests/src/model/test_forward_mla.cpp).
 #include <array>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "src/model/graph_blocks.h"
+#include "src/model/model.h"
 
 namespace latte {
 namespace {
@@ -188,6 +190,7 @@ ggl::Tensor* build_deepseek2(const ForwardContext& c) {
   const Hparams& hp = c.hp;
   const ModelWeights& w = c.weights;
   const MlaRope rope = mla_rope(hp);
+  const bool paged = c.model.expert_pager() != nullptr;  // routed experts read from the file: pre-gate them
 
   ggl::Tensor* x = g.get_rows(weight(g, w.token_embd), c.tokens);
   for (int64_t il = 0; il < hp.n_layer; ++il) {
@@ -224,7 +227,12 @@ ggl::Tensor* build_deepseek2(const ForwardContext& c) {
     x = g.add(x, g.mul_mat(weight(g, l.wo), attn));
 
     h = norm(g, x, l.ffn_norm, hp.rms_eps);
-    ggl::Tensor* ffn = l.is_moe() ? moe_ffn(g, h, l, hp.moe) : swiglu_ffn(g, h, l.ffn_gate, l.ffn_up, l.ffn_down);
+    std::optional<NextExperts> next;
+    if (paged && il + 1 < hp.n_layer && w.layers[il + 1].is_moe())
+      next = NextExperts{norm(g, x, w.layers[il + 1].ffn_norm, hp.rms_eps), &w.layers[il + 1]};
+    if (next && !l.is_moe()) prefetch_experts(g, *next, hp.moe);
+    ggl::Tensor* ffn = l.is_moe() ? moe_ffn(g, h, l, hp.moe, next ? &*next : nullptr)
+                                  : swiglu_ffn(g, h, l.ffn_gate, l.ffn_up, l.ffn_down);
     x = g.add(x, ffn);
   }
   return output_logits(c, x);

@@ -21,15 +21,38 @@ ggl::Tensor* swiglu_ffn(ggl::Graph& g, ggl::Tensor* x, WeightRef gate, WeightRef
   return g.mul_mat(weight(g, down), act, precision);
 }
 
-ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const MoeConfig& moe) {
-  const int64_t E = moe.n_expert, k = moe.n_expert_used, T = x->ne[1], D = x->ne[0];
-  ggl::Tensor* logits = g.mul_mat(weight(g, l.ffn_gate_inp), x);  // [E, T]
-  logits->name = kMoeRouterLogits;
-  ggl::Tensor* probs = moe.gating == ExpertGating::kSigmoid ? g.sigmoid(logits) : g.softmax(logits);
+namespace {
+
+struct Routing {
+  ggl::Tensor* logits;  // f32 [E, T]
+  ggl::Tensor* probs;   // f32 [E, T]: the experts' weights are read from here
+  ggl::Tensor* ids;     // i32 [k, T]: the chosen experts
+};
+
+Routing route(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const MoeConfig& moe) {
+  Routing r;
+  r.logits = g.mul_mat(weight(g, l.ffn_gate_inp), x);
+  r.probs = moe.gating == ExpertGating::kSigmoid ? g.sigmoid(r.logits) : g.softmax(r.logits);
   // The selection bias only decides which experts run; their weights come from the plain scores.
-  ggl::Tensor* selection = l.exp_probs_b ? g.add(probs, weight(g, l.exp_probs_b)) : probs;
-  ggl::Tensor* ids = g.top_k(
-      selection, {static_cast<int>(k), static_cast<int>(moe.n_groups), static_cast<int>(moe.n_groups_used)});  // [k, T]
+  ggl::Tensor* selection = l.exp_probs_b ? g.add(r.probs, weight(g, l.exp_probs_b)) : r.probs;
+  r.ids = g.top_k(selection, {static_cast<int>(moe.n_expert_used), static_cast<int>(moe.n_groups),
+                              static_cast<int>(moe.n_groups_used)});
+  return r;
+}
+
+}  // namespace
+
+void prefetch_experts(ggl::Graph& g, const NextExperts& next, const MoeConfig& moe) {
+  g.prefetch(weight(g, next.layer->ffn_gate_exps), route(g, next.x, *next.layer, moe).ids);
+}
+
+ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const MoeConfig& moe,
+                     const NextExperts* next) {
+  const int64_t E = moe.n_expert, k = moe.n_expert_used, T = x->ne[1], D = x->ne[0];
+  const Routing routing = route(g, x, l, moe);
+  routing.logits->name = kMoeRouterLogits;
+  ggl::Tensor* probs = routing.probs;
+  ggl::Tensor* ids = routing.ids;  // [k, T]
   ids->name = kMoeChosenExperts;
   ggl::Tensor* w = g.get_rows(g.reshape(probs, {1, E, T, 1}), ids);  // [1, k, T]
   if (moe.weights_norm) {
@@ -40,6 +63,7 @@ ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const
 
   ggl::Tensor* x3 = g.reshape(x, {D, 1, T, 1});
   ggl::Tensor* gate = g.mul_mat_id(weight(g, l.ffn_gate_exps), x3, ids);  // [F, k, T]
+  if (next) prefetch_experts(g, *next, moe);                              // after this layer's experts are in place
   ggl::Tensor* up = g.mul_mat_id(weight(g, l.ffn_up_exps), x3, ids);
   ggl::Tensor* down = g.mul_mat_id(weight(g, l.ffn_down_exps), g.swiglu(gate, up), ids);  // [D, k, T]
   ggl::Tensor* weighted = g.mul(down, w);

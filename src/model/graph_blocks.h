@@ -56,7 +56,18 @@ ggl::Tensor* swiglu_ffn(ggl::Graph& g, ggl::Tensor* x, WeightRef gate, WeightRef
 // i32 [k, T].
 inline constexpr const char* kMoeRouterLogits = "ffn_moe_logits";
 inline constexpr const char* kMoeChosenExperts = "ffn_moe_topk";
-ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const MoeConfig& moe);
+// Pre-gating, for a model whose routed experts are paged (docs/memory-budget.md): the next MoE
+// layer's router reading this layer's hidden state, normed with the next layer's FFN norm. The
+// experts it picks are a graph's prefetch hint, issued once this layer's own experts are in place,
+// so that the next layer's are read while this one computes.
+struct NextExperts {
+  ggl::Tensor* x = nullptr;  // rms_norm(hidden) * next.ffn_norm
+  const LayerWeights* layer = nullptr;
+};
+// The hint for next's experts (Graph::prefetch).
+void prefetch_experts(ggl::Graph& g, const NextExperts& next, const MoeConfig& moe);
+ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const MoeConfig& moe,
+                     const NextExperts* next = nullptr);
 // The rotation frequencies of the file's RoPE (base, linear or YaRN scaling) over the first n_rot
 // dims, without any magnitude factor: the architectures add their YaRN temperature on top, and a
 // cache shift re-rotates with exactly these.
