@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 
 #include "ggml-like/core/error.h"
 
@@ -28,10 +30,41 @@ int64_t mtime_ns(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Whether the file system takes O_DIRECT reads on fd (tmpfs refuses them at open, some others
+// only at read time).
+bool direct_reads_work(int fd) {
+  std::unique_ptr<void, void (*)(void*)> block{std::aligned_alloc(kAlign, kAlign), std::free};
+  return block && (::pread(fd, block.get(), kAlign, 0) >= 0 || errno != EINVAL);
+}
+
 }  // namespace
 
-ExpertPager::ExpertPager(const ggl::GgufFile& file, const ModelWeights& weights, size_t cache_bytes)
-    : path_(file.path()), read_([](int fd, void* buf, size_t n, off_t offset) { return ::pread(fd, buf, n, offset); }) {
+ExpertPager::Options ExpertPager::Options::from_environment() {
+  Options o;
+  if (const char* e = std::getenv("LATTE_EXPERT_EVICTION")) {
+    const std::string v = e;
+    if (v == "lru")
+      o.eviction = Eviction::kLeastRecent;
+    else if (v == "lfu")
+      o.eviction = Eviction::kLeastFrequent;
+    else
+      ggl::fail("LATTE_EXPERT_EVICTION={}: expected lru or lfu", v);
+  }
+  if (const char* e = std::getenv("LATTE_EXPERT_PREFETCH")) {
+    const std::string v = e;
+    if (v != "0" && v != "1") ggl::fail("LATTE_EXPERT_PREFETCH={}: expected 0 or 1", v);
+    o.prefetch = v == "1";
+  }
+  return o;
+}
+
+ExpertPager::ExpertPager(const ggl::GgufFile& file, const ModelWeights& weights, size_t cache_bytes, Options options)
+    : path_(file.path()),
+      options_(options),
+      read_([](int fd, void* buf, size_t n, off_t offset) { return ::pread(fd, buf, n, offset); }) {
   for (size_t l = 0; l < weights.layers.size(); ++l) {
     const LayerWeights& lw = weights.layers[l];
     const WeightRef parts[3] = {lw.ffn_gate_exps, lw.ffn_up_exps, lw.ffn_down_exps};
@@ -51,25 +84,46 @@ ExpertPager::ExpertPager(const ggl::GgufFile& file, const ModelWeights& weights,
   }
   if (leaves_.empty()) ggl::fail("{}: no routed experts to page", path_);
   slot_bytes_ = part_capacity_[0] + part_capacity_[1] + part_capacity_[2];
-  slots_ = static_cast<int64_t>(cache_bytes / slot_bytes_);
-  if (slots_ > 0) {
-    buffer_ = {static_cast<uint8_t*>(std::aligned_alloc(kAlign, static_cast<size_t>(slots_) * slot_bytes_)), std::free};
-    if (!buffer_) ggl::fail("cannot allocate {} bytes for the expert cache", static_cast<size_t>(slots_) * slot_bytes_);
+  const size_t slots = cache_bytes / slot_bytes_;
+  if (slots > 0) {
+    buffer_ = {static_cast<uint8_t*>(std::aligned_alloc(kAlign, slots * slot_bytes_)), std::free};
+    if (!buffer_) ggl::fail("cannot allocate {} bytes for the expert cache", slots * slot_bytes_);
   }
-  slot_.resize(static_cast<size_t>(slots_));
+  slot_.resize(slots);
+  done_slot_.resize(slots);
+  const size_t keys = layers_.size() * static_cast<size_t>(key_stride_);
+  uses_.assign(keys, 0.0f);
+  uses_step_.assign(keys, 0);
+  guess_.resize(layers_.size());
 
   fd_ = ::open(path_.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-  direct_ = fd_ >= 0;
-  if (fd_ < 0) fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);  // no O_DIRECT here (tmpfs): buffered
+  direct_ = fd_ >= 0 && direct_reads_work(fd_);
+  if (!direct_) {  // no O_DIRECT here (tmpfs): buffered
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  }
   if (fd_ < 0) ggl::fail("{}: cannot open for reading experts: {}", path_, std::strerror(errno));
   struct stat st {};
   if (::fstat(fd_, &st) != 0) ggl::fail("{}: cannot stat: {}", path_, std::strerror(errno));
   file_size_ = static_cast<size_t>(st.st_size);
   mtime_ns_ = mtime_ns(st);
+  reader_ = std::thread([this] { read_loop(); });
 }
 
 ExpertPager::~ExpertPager() {
+  {
+    const std::lock_guard lock(mutex_);
+    stop_ = true;
+    queue_.clear();
+  }
+  work_.notify_all();
+  reader_.join();
   if (fd_ >= 0) ::close(fd_);
+}
+
+void ExpertPager::set_read_for_testing(ReadFn read) {
+  const std::lock_guard lock(mutex_);
+  read_ = std::move(read);
 }
 
 void ExpertPager::check_unchanged() const {
@@ -79,51 +133,194 @@ void ExpertPager::check_unchanged() const {
     ggl::fail("{}: the file changed on disk since it was loaded (size or modification time): load it again", path_);
 }
 
-void ExpertPager::read_expert(int layer, int64_t expert, Slot& slot) {
-  const auto start_time = std::chrono::steady_clock::now();
-  uint8_t* dst = buffer_.get() + static_cast<size_t>(&slot - slot_.data()) * slot_bytes_;
+void ExpertPager::read_loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    work_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    const Read r = queue_.front();
+    queue_.pop_front();
+    lock.unlock();
+    const Clock::time_point start = Clock::now();
+    std::string error;
+    size_t got = 0;
+    try {
+      got = read_expert(r);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    const double seconds = seconds_since(start);
+    lock.lock();
+    done_slot_[static_cast<size_t>(r.slot)] = {r.ticket, std::move(error)};
+    io_bytes_ += got;
+    io_seconds_ += seconds;
+    done_.notify_all();
+  }
+}
+
+size_t ExpertPager::read_expert(const Read& r) {
+  ReadFn read;
+  {
+    const std::lock_guard lock(mutex_);
+    read = read_;
+  }
+  uint8_t* dst = buffer_.get() + static_cast<size_t>(r.slot) * slot_bytes_;
+  size_t total = 0;
   for (int p = 0; p < 3; ++p) {
-    const Part& part = layers_[layer].parts[p];
-    const uint64_t offset = part.file_offset + static_cast<uint64_t>(expert) * part.slice_bytes;
+    const Part& part = layers_[static_cast<size_t>(r.layer)].parts[p];
+    const uint64_t offset = part.file_offset + static_cast<uint64_t>(r.expert) * part.slice_bytes;
     const uint64_t first = offset / kAlign * kAlign;
-    const size_t skip = offset - first, need = skip + part.slice_bytes, length = round_up(need);
+    const size_t need = offset - first + part.slice_bytes, length = round_up(need);
     size_t got = 0;
     while (got < need) {
-      const ssize_t r = read_(fd_, dst + got, length - got, static_cast<off_t>(first + got));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0 && errno == EINVAL && direct_) {  // O_DIRECT refused at read time: buffered from now on
-        const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) ggl::fail("{}: cannot open for reading experts: {}", path_, std::strerror(errno));
-        ::close(fd_);
-        fd_ = fd;
-        direct_ = false;
-        continue;
-      }
-      if (r < 0)
-        ggl::fail("{}: cannot read expert {} of layer {} ({}): {}", path_, expert, layer, kPartNames[p],
+      const ssize_t n = read(fd_, dst + got, length - got, static_cast<off_t>(first + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0)
+        ggl::fail("{}: cannot read expert {} of layer {} ({}): {}", path_, r.expert, r.layer, kPartNames[p],
                   std::strerror(errno));
-      if (r == 0)
+      if (n == 0)
         ggl::fail("{}: expert {} of layer {} ({}) ends early: the file is shorter than its tensor table says", path_,
-                  expert, layer, kPartNames[p]);
-      got += static_cast<size_t>(r);
+                  r.expert, r.layer, kPartNames[p]);
+      got += static_cast<size_t>(n);
     }
-    stats_.bytes_read += got;
-    slot.part[p] = dst + skip;
+    total += got;
     dst += part_capacity_[p];
   }
-  stats_.read_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
+  return total;
+}
+
+ExpertPager::Slot& ExpertPager::queue_read(Slot& s, int layer, int64_t expert, bool urgent) {
+  const int index = static_cast<int>(&s - slot_.data());
+  if (s.key >= 0) where_.erase(s.key);
+  uint8_t* dst = buffer_.get() + static_cast<size_t>(index) * slot_bytes_;
+  for (int p = 0; p < 3; ++p) {
+    const Part& part = layers_[static_cast<size_t>(layer)].parts[p];
+    s.part[p] = dst + (part.file_offset + static_cast<uint64_t>(expert) * part.slice_bytes) % kAlign;
+    dst += part_capacity_[p];
+  }
+  s.key = layer * key_stride_ + expert;
+  where_[s.key] = index;
+  s.loaded = s.last_use = clock_;
+  s.ticket = ++next_ticket_;
+  s.reading = true;
+  s.guessed = !urgent;
+  {
+    const std::lock_guard lock(mutex_);
+    const Read r{index, layer, expert, s.ticket};
+    if (urgent)
+      queue_.push_front(r);
+    else
+      queue_.push_back(r);
+  }
+  work_.notify_one();
+  return s;
+}
+
+// Notes the reads that ended; a guess whose read failed is forgotten (asking for it reads again,
+// and fails there, naming the file).
+void ExpertPager::collect_finished() {
+  const std::lock_guard lock(mutex_);
+  for (size_t i = 0; i < slot_.size(); ++i) {
+    Slot& s = slot_[i];
+    if (!s.reading || done_slot_[i].ticket != s.ticket) continue;
+    s.reading = false;
+    if (!done_slot_[i].error.empty()) {
+      where_.erase(s.key);
+      s.key = -1;
+    }
+  }
+}
+
+void ExpertPager::wait_for(const std::vector<Slot*>& slots) {
+  const Clock::time_point start = Clock::now();
+  std::string error;
+  {
+    std::unique_lock lock(mutex_);
+    // The reads this layer waits for go before the guesses still queued.
+    std::stable_partition(queue_.begin(), queue_.end(), [&](const Read& r) {
+      return std::any_of(slots.begin(), slots.end(), [&](const Slot* s) { return s->ticket == r.ticket; });
+    });
+    done_.wait(lock, [&] {
+      return std::all_of(slots.begin(), slots.end(), [&](const Slot* s) {
+        return done_slot_[static_cast<size_t>(s - slot_.data())].ticket == s->ticket;
+      });
+    });
+    for (Slot* s : slots) {
+      s->reading = false;
+      const std::string& e = done_slot_[static_cast<size_t>(s - slot_.data())].error;
+      if (e.empty()) continue;
+      if (error.empty()) error = e;
+      where_.erase(s->key);
+      s->key = -1;
+    }
+  }
+  stats_.wait_seconds += seconds_since(start);
+  if (!error.empty()) ggl::fail("{}", error);
+}
+
+void ExpertPager::drop_unused_guesses(int layer, std::span<const int32_t> used) {
+  const std::lock_guard lock(mutex_);
+  std::erase_if(queue_, [&](const Read& r) {
+    if (r.layer != layer || std::find(used.begin(), used.end(), r.expert) != used.end()) return false;
+    Slot& s = slot_[static_cast<size_t>(r.slot)];
+    where_.erase(s.key);
+    s.key = -1;
+    s.reading = s.guessed = false;
+    return true;
+  });
+}
+
+double ExpertPager::frequency(int64_t key) const {
+  const int64_t age = stats_.steps - uses_step_[static_cast<size_t>(key)];
+  return uses_[static_cast<size_t>(key)] * std::exp2(-static_cast<double>(age) / options_.half_life_steps);
+}
+
+void ExpertPager::count_use(int64_t key) {
+  uses_[static_cast<size_t>(key)] = static_cast<float>(frequency(key) + 1.0);
+  uses_step_[static_cast<size_t>(key)] = stats_.steps;
+}
+
+ExpertPager::Slot* ExpertPager::victim(int layer, bool ahead) {
+  Slot* best = nullptr;
+  double best_uses = 0;
+  for (Slot& s : slot_) {
+    if (s.reading) continue;
+    if (s.key < 0) return &s;
+    if (s.last_use == clock_) continue;  // the current node's, or claimed by this same call
+    if (ahead && (s.last_use >= round_start_ || s.key / key_stride_ == layer)) continue;
+    const double uses = options_.eviction == Eviction::kLeastFrequent ? frequency(s.key) : 0.0;
+    if (!best || uses < best_uses || (uses == best_uses && s.last_use < best->last_use)) {
+      best = &s;
+      best_uses = uses;
+    }
+  }
+  return best;
 }
 
 void ExpertPager::acquire(const ggl::Tensor& leaf, std::span<const int32_t> used, std::span<const uint8_t*> at) {
   const auto [layer, part] = leaves_.at(leaf.data);
   ++clock_;
-  // A layer's three nodes (in the graph's order) form a round; its first counts the hits.
+  // A layer's three nodes (in the graph's order) form a round; its first counts the hits. A round
+  // at or before the last one's layer starts a step (a graph).
   if (layer != last_layer_ || part == round_part_) {
+    if (layer <= last_layer_ || last_layer_ < 0) ++stats_.steps;
     round_start_ = clock_;
     round_part_ = part;
   }
   last_layer_ = layer;
+  collect_finished();
   const bool counting = part == round_part_;
+  if (counting) {
+    std::vector<int32_t>& guess = guess_[static_cast<size_t>(layer)];
+    if (!guess.empty()) {
+      stats_.predicted += static_cast<int64_t>(used.size());
+      for (const int32_t e : used) stats_.predicted_right += std::find(guess.begin(), guess.end(), e) != guess.end();
+      guess.clear();
+    }
+    drop_unused_guesses(layer, used);
+    for (const int32_t e : used) count_use(layer * key_stride_ + e);
+  }
+  std::vector<Slot*> pending;
   std::vector<int32_t> missing;
   for (const int32_t e : used) {
     const auto it = where_.find(layer * key_stride_ + e);
@@ -131,32 +328,61 @@ void ExpertPager::acquire(const ggl::Tensor& leaf, std::span<const int32_t> used
       missing.push_back(e);
       continue;
     }
-    Slot& s = slot_[it->second];
+    Slot& s = slot_[static_cast<size_t>(it->second)];
     s.last_use = clock_;
+    s.guessed = false;
     at[e] = s.part[part];
     if (counting && s.loaded < round_start_) ++stats_.hits;
+    if (s.reading) pending.push_back(&s);
   }
-  if (missing.empty()) return;
-  check_unchanged();
+  if (!missing.empty()) check_unchanged();
   for (const int32_t e : missing) {
-    // The least recently used slot this node does not need (empty ones first).
-    Slot* victim = nullptr;
-    for (Slot& s : slot_)
-      if (s.last_use < clock_ && (!victim || s.last_use < victim->last_use)) victim = &s;
-    if (!victim) {  // every slot holds an expert this node needs: the rest from the mapping
+    Slot* v = victim(layer, false);
+    if (!v) {  // every slot holds an expert this node needs: the rest from the mapping
       at[e] = static_cast<const uint8_t*>(leaf.data) + static_cast<size_t>(e) * leaf.nb[2];
       ++stats_.mapped;
       continue;
     }
-    if (victim->key >= 0) where_.erase(victim->key);
-    victim->key = -1;  // empty until the read succeeds
-    read_expert(layer, e, *victim);
-    victim->key = layer * key_stride_ + e;
-    victim->last_use = victim->loaded = clock_;
-    where_[victim->key] = static_cast<int>(victim - slot_.data());
-    at[e] = victim->part[part];
+    pending.push_back(&queue_read(*v, layer, e, true));
+    at[e] = v->part[part];
     ++stats_.misses;
   }
+  if (!pending.empty()) wait_for(pending);
+}
+
+void ExpertPager::prefetch(const ggl::Tensor& leaf, std::span<const int32_t> likely) {
+  const auto it = leaves_.find(leaf.data);
+  if (!options_.prefetch || it == leaves_.end()) return;
+  const int layer = it->second.first;
+  try {
+    std::vector<int32_t> guess(likely.begin(), likely.end());
+    if (guess_for_testing_) guess = guess_for_testing_(layer, likely);
+    guess_[static_cast<size_t>(layer)] = guess;
+    ++clock_;
+    collect_finished();
+    check_unchanged();  // else the layer's acquire names the change
+    for (const int32_t e : guess) {
+      if (e < 0 || e >= layers_[static_cast<size_t>(layer)].n_expert) continue;
+      if (const auto found = where_.find(layer * key_stride_ + e); found != where_.end()) {
+        slot_[static_cast<size_t>(found->second)].last_use = clock_;  // not a victim for the others
+        continue;
+      }
+      Slot* v = victim(layer, true);
+      if (!v) break;
+      queue_read(*v, layer, e, false);
+      ++stats_.prefetched;
+    }
+  } catch (const std::exception&) {
+    // A hint that cannot be taken is no error: the layer's acquire reads what it needs, or fails.
+  }
+}
+
+ExpertPager::Stats ExpertPager::stats() const {
+  Stats s = stats_;
+  const std::lock_guard lock(mutex_);
+  s.bytes_read = io_bytes_;
+  s.read_seconds = io_seconds_;
+  return s;
 }
 
 ExpertPager::Stats ExpertPager::Stats::since(const Stats& e) const {
@@ -175,11 +401,11 @@ ExpertPager::Stats ExpertPager::Stats::since(const Stats& e) const {
 }
 
 std::string ExpertPager::describe(const Stats& earlier) const {
-  const Stats d = stats_.since(earlier);
+  const Stats d = stats().since(earlier);
   std::string s = fmt::format(
       "expert cache ({} slots of {:.1f} MB): {} hits, {} misses, {} beyond the slots ({:.1f}% hits); {:.1f} MB read "
       "at {:.0f} MB/s, {:.2f} s waited",
-      slots_, static_cast<double>(slot_bytes_) / 1e6, d.hits, d.misses, d.mapped, 100.0 * d.hit_rate(),
+      slots(), static_cast<double>(slot_bytes_) / 1e6, d.hits, d.misses, d.mapped, 100.0 * d.hit_rate(),
       static_cast<double>(d.bytes_read) / 1e6, d.read_mb_per_s(), d.wait_seconds);
   if (d.predicted > 0)
     s += fmt::format("; {} read ahead, guesses {:.1f}% right", d.prefetched, 100.0 * d.prefetch_accuracy());

@@ -1,18 +1,23 @@
 // The routed experts' cache (src/model/expert_pager.h) on a MoE fixture: logits bit-identical to
 // the run without a budget whatever the cache holds (one slot, so most experts come from the
 // mapping; a few slots, evicting every token; every expert), over a prompt and decode steps on two
-// threads; reads, evictions and hits counted; and a read that fails, comes up short or finds the
-// file changed is an error naming the file, not a wrong answer.
+// threads; whatever the experts read ahead are (the graph's guess, a wrong one, none) and however
+// slow the reads; reads, evictions, hits and guesses counted; the least often used expert evicted
+// first; and a read that fails, comes up short or finds the file changed is an error naming the
+// file, not a wrong answer.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ggml-like/core/error.h"
@@ -81,10 +86,94 @@ TEST(ExpertPager, LogitsAreBitIdenticalForEveryCacheSize) {
     if (slots == hp.moe.n_expert_used + 1) {
       EXPECT_GT(s.misses, slots) << "evictions";
     }
+    if (slots > hp.moe.n_expert_used) {
+      EXPECT_GT(s.predicted, 0) << "pre-gating guessed the next layers' experts";
+      EXPECT_GT(s.predicted_right, 0);
+    }
     if (slots == experts) {
       EXPECT_EQ(s.mapped, 0);
       EXPECT_LE(s.misses, experts) << "each expert read once at most";
       EXPECT_GT(s.hits, 0);
+    }
+  }
+}
+
+// Experts read ahead on the graph's guess, on a wrong one (the experts it did not name) and on
+// none, with reads slower than the computation so that a layer meets its experts still being read:
+// the same logits each way.
+TEST(ExpertPager, WhateverIsReadAheadTheLogitsAreTheSame) {
+  LATTE_REQUIRE_SHARED(kFixture);
+  const std::string path = fixture();
+  const std::vector<float> want = run(latte::Model(path, with_cache(std::nullopt)));
+  const size_t slot = slot_bytes(path);
+  using Guess = latte::ExpertPager::GuessFn;
+  const Guess wrong = [](int, std::span<const int32_t> likely) {
+    std::vector<int32_t> others;
+    for (int32_t e = 0; e < 16 && others.size() < likely.size(); ++e)
+      if (std::find(likely.begin(), likely.end(), e) == likely.end()) others.push_back(e);
+    return others;
+  };
+  const Guess none = [](int, std::span<const int32_t>) { return std::vector<int32_t>{}; };
+  enum class Expect { kMostlyRight, kMostlyWrong, kNothingAhead };
+  const struct {
+    const char* what;
+    Guess guess;
+    Expect expect;
+  } cases[] = {{"the graph's guess", nullptr, Expect::kMostlyRight},
+               {"a wrong guess", wrong, Expect::kMostlyWrong},
+               {"no guess", none, Expect::kNothingAhead}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    const latte::Model model(path, with_cache(24 * slot));
+    latte::ExpertPager& pager = *model.expert_pager();
+    pager.set_guess_for_testing(c.guess);
+    pager.set_read_for_testing([](int fd, void* buf, size_t n, off_t offset) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a disk slower than the computation
+      return ::pread(fd, buf, n, offset);
+    });
+    const std::vector<float> got = run(model);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << "not bit-identical";
+    const latte::ExpertPager::Stats s = pager.stats();
+    switch (c.expect) {
+      case Expect::kMostlyRight:
+        EXPECT_GT(s.prefetched, 0);
+        EXPECT_GT(s.predicted_right, s.predicted / 2) << "the router's guess is mostly right";
+        break;
+      case Expect::kMostlyWrong:
+        EXPECT_GT(s.prefetched, 0);
+        EXPECT_LT(s.predicted_right, s.predicted / 2);
+        break;
+      case Expect::kNothingAhead: EXPECT_EQ(s.prefetched, 0); break;
+    }
+  }
+}
+
+// Two slots; expert 0 of a layer used in steps 1, 2 and 5, experts 1 and 2 once each in steps 3
+// and 4. At step 4, LFU evicts expert 1 (used once) and keeps 0 for step 5; LRU evicts 0 (used
+// longest ago) and reads it again.
+TEST(ExpertPager, LeastFrequentEvictionKeepsTheExpertUsedMostOften) {
+  LATTE_REQUIRE_SHARED(kFixture);
+  const std::string path = fixture();
+  const latte::Model model(path, with_cache(std::nullopt));
+  const latte::ModelWeights& w = model.weights();
+  const latte::LayerWeights& layer = w.layers.back();
+  ggl::Tensor leaf;
+  leaf.data = const_cast<uint8_t*>(layer.ffn_gate_exps->data);  // the pager only looks it up
+  std::vector<const uint8_t*> at(static_cast<size_t>(layer.ffn_gate_exps->ne[2]));
+  for (const auto eviction :
+       {latte::ExpertPager::Eviction::kLeastFrequent, latte::ExpertPager::Eviction::kLeastRecent}) {
+    latte::ExpertPager::Options o;
+    o.eviction = eviction;
+    o.prefetch = false;
+    latte::ExpertPager pager(model.file(), w, 2 * slot_bytes(path), o);
+    for (const int32_t e : {0, 0, 1, 2, 0}) pager.acquire(leaf, std::span<const int32_t>(&e, 1), at);
+    const latte::ExpertPager::Stats s = pager.stats();
+    EXPECT_EQ(s.steps, 5);
+    if (eviction == latte::ExpertPager::Eviction::kLeastFrequent) {
+      EXPECT_EQ(s.hits, 2) << "expert 0 kept for step 5";
+    } else {
+      EXPECT_EQ(s.hits, 1) << "LRU read expert 0 again";
     }
   }
 }
