@@ -96,6 +96,8 @@ std::optional<size_t> default_memory_budget(const MemoryLimits& limits) {
 }
 
 MemoryBudget memory_budget(const std::string& value, const std::string& flag) {
+  // No budget at all, as when the system tells no limit: a way to turn the default's cache off.
+  if (value == "none") return {std::nullopt, flag + " none"};
   if (!value.empty()) {
     const std::optional<size_t> bytes = parse_byte_size(value);
     if (!bytes) ggl::fail("{} '{}' is not a size (e.g. 16G)", flag, value);

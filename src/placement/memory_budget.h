@@ -29,10 +29,11 @@ MemoryLimits read_memory_limits(const std::string& root = "/");
 // least 256 MiB) for the rest of the process and the system; nullopt where neither is known.
 std::optional<size_t> default_memory_budget(const MemoryLimits& limits);
 
-// The budget `--mem-budget VALUE` names (a size, e.g. 16G), or with no value this system's default;
-// `source` says which, for the line that shows it ("--mem-budget", "the memory cgroup's limit or
-// MemAvailable, less 5%"). bytes is nullopt where no value is given and the system tells no limit.
-// Throws ggl::Error naming `flag` (as the user typed it) for a value that is not a size.
+// The budget `--mem-budget VALUE` names (a size, e.g. 16G, or `none`: every tensor stays in RAM,
+// nothing is paged), or with no value this system's default; `source` says which, for the line
+// that shows it ("--mem-budget", "the memory cgroup's limit or MemAvailable, less 5%"). bytes is
+// nullopt for `none`, and where no value is given and the system tells no limit. Throws ggl::Error
+// naming `flag` (as the user typed it) for a value that is neither.
 struct MemoryBudget {
   std::optional<size_t> bytes;
   std::string source;

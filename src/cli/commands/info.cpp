@@ -158,7 +158,7 @@ struct PlanFlags {
         ->group(group);
     app.add_option("--mem-budget", mem_budget,
                    "SIZE: plan the CPU's share for this much RAM (default: the memory cgroup's limit or "
-                   "MemAvailable, less 5%)")
+                   "MemAvailable, less 5%; none: no budget)")
         ->group(group);
   }
 
@@ -203,7 +203,10 @@ struct PlanFlags {
   void print_ram(const CLI::App& app, const latte::Placement& p, size_t work, const latte::Hparams& hp) const {
     const latte::MemoryBudget budget = latte::memory_budget(mem_budget, typed_flag(app, "--mem-budget"));
     if (!budget.bytes) {
-      fmt::print("ram: no budget (this system tells neither a cgroup limit nor MemAvailable; give --mem-budget)\n");
+      const std::string why = mem_budget.empty()
+                                  ? "this system tells neither a cgroup limit nor MemAvailable; give --mem-budget"
+                                  : budget.source + ": every tensor stays in RAM, nothing is paged";
+      fmt::print("ram: no budget ({})\n", why);
       return;
     }
     fmt::print("memory:        {} budget ({})\n", format_bytes(static_cast<double>(*budget.bytes)), budget.source);

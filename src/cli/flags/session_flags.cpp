@@ -84,9 +84,9 @@ void SessionFlags::add_to(CLI::App& app) {
                  "bool or str; repeatable), e.g. deepseek2.expert_group_count=int:1")
       ->group(group);
   app.add_option("--mem-budget", mem_budget,
-                 "SIZE: the RAM the model may take (default: the memory cgroup's limit or MemAvailable, less 5%); "
-                 "routed experts beyond it are read from the file into a cache of whole experts "
-                 "(docs/memory-budget.md)");
+                 "SIZE: the RAM the model may take (default: the memory cgroup's limit or MemAvailable, less 5%; "
+                 "none: no budget, everything in RAM); routed experts beyond it are read from the file into a "
+                 "cache of whole experts (docs/memory-budget.md)");
   app.add_flag("--no-mmap", no_mmap, "accepted; latte always maps the model file read-only")->group(group);
   app.add_flag("--mlock", mlock, "accepted; the mapped weights are not locked in memory in this build")->group(group);
   app.add_flag("--log-disable", log_disable, "no notes, warnings or summary line on stderr (errors still print)")

@@ -34,7 +34,7 @@ struct SessionFlags {
   bool no_op_offload = false;            // -nopo
   bool no_repack = false;                // -nr
   std::vector<std::string> override_kv;  // --override-kv KEY=TYPE:VALUE
-  std::string mem_budget;                // --mem-budget SIZE (default: what Linux allows the process)
+  std::string mem_budget;                // --mem-budget SIZE|none (default: what Linux allows the process)
   // bench: -ngl and -fa take comma-separated lists, as in llama-bench.
   bool lists = false;
 

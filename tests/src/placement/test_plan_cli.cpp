@@ -121,6 +121,14 @@ TEST(PlanCli, MemoryBudgetSplitsTheRam) {
   EXPECT_NE(none.out.find("holds 0 (0%)"), std::string::npos) << none.out;
   EXPECT_NE(none.out.find("\nwarning: the resident part and work buffers ("), std::string::npos) << none.out;
 
+  // none: no budget, so no RAM tier to plan.
+  const auto unlimited = run_latte_apart("info " + model() + " --plan --mem-budget none");
+  ASSERT_EQ(unlimited.exit_code, 0) << unlimited.err;
+  EXPECT_NE(unlimited.out.find("\nram: no budget (--mem-budget none: every tensor stays in RAM, nothing is paged)\n"),
+            std::string::npos)
+      << unlimited.out;
+  EXPECT_EQ(unlimited.out.find("memory: "), std::string::npos) << unlimited.out;
+
   // On the GPU, routed experts are not the RAM's to hold.
   const auto gpu = run_latte_apart("info " + model() + " --plan --gpu-vram 24G -ngl 99 --mem-budget 1K");
   ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
