@@ -49,6 +49,19 @@ size_t display_width(const std::string& s) {
   return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
 }
 
+// The expert_cache object of a result's JSON (null without an expert cache).
+nlohmann::json expert_cache_json(const BenchResult& r) {
+  if (!r.expert_cache) return nullptr;
+  const ExpertPager::Stats& s = r.expert_cache->stats;
+  // Without pre-gating no guess was made, and a 0% accuracy would read as every guess wrong.
+  const nlohmann::json accuracy = s.predicted > 0 ? nlohmann::json(s.prefetch_accuracy()) : nlohmann::json(nullptr);
+  return {
+      {"hit_rate", s.hit_rate()},           {"bytes_per_token", r.expert_bytes_per_token()},
+      {"read_mb_per_s", s.read_mb_per_s()}, {"wait_seconds", s.wait_seconds},
+      {"prefetch_accuracy", accuracy},      {"slots", r.expert_cache->slots},
+  };
+}
+
 }  // namespace
 
 ModelSummary summarize_model(const Model& model, const std::string& filename) {
@@ -161,6 +174,12 @@ std::vector<std::string> MarkdownTable::cells(const BenchResult& r, const Roofli
 
 std::string MarkdownTable::row(const BenchResult& r, const Roofline* roof) const { return line(cells(r, roof)); }
 
+std::string expert_cache_note(const BenchResult& r) {
+  if (!r.expert_cache) return "";
+  return fmt::format("{}: {}; {} read per token (timed runs, warm-up excluded)", r.test.name(), r.expert_cache->summary,
+                     si_bytes(r.expert_bytes_per_token()));
+}
+
 nlohmann::json result_json(const ModelSummary& model, const RunInfo& run, const BenchResult& r, const Roofline* roof) {
   std::vector<int64_t> samples_ns;
   for (double s : r.seconds) samples_ns.push_back(static_cast<int64_t>(s * 1e9));
@@ -169,6 +188,7 @@ nlohmann::json result_json(const ModelSummary& model, const RunInfo& run, const 
       {"backends", r.backend},
       {"crossing_bytes_per_token", r.crossing_bytes_per_token},
       {"major_page_faults", r.major_faults},
+      {"expert_cache", expert_cache_json(r)},
       {"cpu_kernels", ggl::cpu_kernels().isa},
       {"model_filename", model.filename},
       {"model_name", model.name},

@@ -52,6 +52,10 @@ std::string disk_reads_warning(const BenchResult& r);
 std::string format_size(uint64_t bytes);
 std::string format_params(int64_t n);
 
+// The note after a row whose model pages its experts: ExpertPager::describe over the timed runs
+// and the bytes read per token of them ("" without an expert cache).
+std::string expert_cache_note(const BenchResult& r);
+
 class MarkdownTable {
  public:
   MarkdownTable(const ModelSummary& model, const std::vector<BenchTest>& tests, bool roofline);
@@ -73,7 +77,10 @@ struct RunInfo {
   int64_t n_batch = 0;
 };
 
-// One llama-bench-style JSON object for a result (roof fields only with a roofline).
+// One llama-bench-style JSON object for a result (roof fields only with a roofline), with latte's
+// expert_cache (null where the model pages no experts: its hit_rate, bytes_per_token,
+// read_mb_per_s, wait_seconds, prefetch_accuracy (null where no guess was made) and slots over
+// the timed runs).
 nlohmann::json result_json(const ModelSummary& model, const RunInfo& run, const BenchResult& r, const Roofline* roof);
 
 // The CPU's model name from /proc/cpuinfo ("" when unknown).

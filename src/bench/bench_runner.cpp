@@ -68,6 +68,10 @@ std::vector<double> BenchResult::samples_ts() const {
   for (double s : seconds) ts.push_back(static_cast<double>(test.n_tokens()) / s);
   return ts;
 }
+double BenchResult::expert_bytes_per_token() const {
+  const double tokens = static_cast<double>(test.n_tokens()) * static_cast<double>(seconds.size());
+  return expert_cache && tokens > 0 ? static_cast<double>(expert_cache->stats.bytes_read) / tokens : 0.0;
+}
 double BenchResult::avg_ts() const { return mean(samples_ts()); }
 double BenchResult::stddev_ts() const { return sample_stddev(samples_ts()); }
 double BenchResult::avg_seconds() const { return mean(seconds); }
@@ -159,12 +163,17 @@ void run_bench(const Model& model, const BenchOptions& options,
         // llama-bench's warm-up: the whole prompt for pp, a single step for tg.
         run_once(session, t, t.is_generation() ? std::vector<int32_t>{tokens[0]} : tokens);
       }
+      const ExpertPager* pager = model.expert_pager().get();
+      const ExpertPager::Stats pager_before = pager ? pager->stats() : ExpertPager::Stats{};
       for (int rep = 0; rep < options.repetitions; ++rep) {
         status(fmt::format("{}: run {}/{}", t.name(), rep + 1, options.repetitions));
         const int64_t faults = major_page_faults();
         r.seconds.push_back(run_once(session, t, tokens));
         r.major_faults += major_page_faults() - faults;
       }
+      if (pager)
+        r.expert_cache =
+            ExpertCacheRun{pager->stats().since(pager_before), pager->slots(), pager->describe(pager_before)};
       if (session.device()) {
         r.backend = fmt::format("{}+CPU ngl {}", session.device()->name(), placement ? placement->ngl : "");
         const OffloadTraffic& traffic = session.last_traffic();

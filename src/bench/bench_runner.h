@@ -38,6 +38,14 @@ struct BenchTest {
   std::string name() const;  // "pp512", "tg128", "pp512 @ d4096"
 };
 
+// What the model's expert cache (--mem-budget) did during a test's timed runs: the warm-up and
+// the depth fill are left out, so that the figures are those of the runs the speed is.
+struct ExpertCacheRun {
+  ExpertPager::Stats stats;  // counts over the timed runs
+  int64_t slots = 0;
+  std::string summary;  // ExpertPager::describe over the same runs
+};
+
 struct BenchResult {
   BenchTest test;
   std::vector<double> seconds;          // per repetition
@@ -47,8 +55,11 @@ struct BenchResult {
   // warm-up every weight page should be in memory, so any means the figure includes disk reads
   // (memory pressure, or a reclaim daemon paging out the mapped weights between runs).
   int64_t major_faults = 0;
+  std::optional<ExpertCacheRun> expert_cache = std::nullopt;  // nullopt: the model pages no experts
 
   std::vector<double> samples_ts() const;  // tokens per second per repetition
+  // Bytes the expert cache read from the file per token of the timed runs (0 without a cache).
+  double expert_bytes_per_token() const;
   double avg_ts() const;
   double stddev_ts() const;  // sample standard deviation (0 for one repetition)
   double avg_seconds() const;

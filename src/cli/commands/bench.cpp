@@ -119,7 +119,6 @@ int cmd_bench(int argc, char** argv) {
     if (tty) std::fprintf(stderr, "\r\033[K");
   };
 
-  ExpertPager::Stats pager_seen;  // the expert cache's counts at the last row
   if (output == "md") {
     print(fmt::format("cpu: {} | {}\n", bench::cpu_model_name(), ggl::describe_cpu_kernels(ggl::cpu_kernels())));
     if (roof) {
@@ -134,10 +133,7 @@ int cmd_bench(int argc, char** argv) {
           clear_status();
           print(table.row(r, roof ? &*roof : nullptr));
           if (r.major_faults > 0) warning(app.get_name(), bench::disk_reads_warning(r));
-          if (const auto& pager = model.expert_pager()) {  // since the last row, warm-up included
-            note(app.get_name(), fmt::format("{}: {}", r.test.name(), pager->describe(pager_seen)));
-            pager_seen = pager->stats();
-          }
+          if (r.expert_cache) note(app.get_name(), bench::expert_cache_note(r));
           if (r.crossing_bytes_per_token > 0)
             note(app.get_name(),
                  fmt::format("{} on {}: {:.0f} bytes of activations per token cross between the backends",

@@ -119,6 +119,40 @@ TEST(BenchRunner, RunsEveryTestOnAFixture) {
   EXPECT_EQ(std::count(status.begin(), status.end(), "filling the cache with 5 tokens (1 threads)"), 1);
 }
 
+// With an expert cache, a result carries its figures over the timed runs only, not the depth fill's
+// nor the warm-up step's: a decode step asks each MoE layer for n_expert_used experts.
+TEST(BenchRunner, ExpertCacheFiguresAreThoseOfTheTimedRuns) {
+  constexpr const char* kFixture = "fixtures/ds3-tiny-q4_0.gguf";
+  LATTE_REQUIRE_SHARED(kFixture);
+  const std::string path = (latte::testing::shared_dir() / kFixture).string();
+  latte::ModelOptions mo;
+  mo.expert_cache = size_t{1};  // no whole slot: the probe tells how large one is
+  const latte::Model probe(path, mo);
+  // n_expert_used + 1 slots: every step evicts, so the timed runs read experts too.
+  const int64_t slots = probe.hparams().moe.n_expert_used + 1;
+  mo.expert_cache = static_cast<size_t>(slots) * probe.expert_pager()->slot_bytes();
+  const latte::Model model(path, mo);
+  ASSERT_TRUE(model.expert_pager());
+  BenchOptions o;
+  o.n_prompt = {0};
+  o.n_gen = {3};
+  o.n_depth = {2};
+  o.threads = {1};
+  o.repetitions = 2;
+  std::vector<BenchResult> results;
+  latte::bench::run_bench(model, o, [&](const BenchResult& r) { results.push_back(r); });
+  ASSERT_EQ(results.size(), 1u);
+  ASSERT_TRUE(results[0].expert_cache);
+  const latte::ExpertPager::Stats& timed = results[0].expert_cache->stats;
+  const latte::Hparams& hp = model.hparams();
+  EXPECT_EQ(timed.asked(), 3 * 2 * (hp.n_layer - hp.moe.n_leading_dense) * hp.moe.n_expert_used);
+  EXPECT_GT(model.expert_pager()->stats().asked(), timed.asked()) << "the fill and the warm-up asked too";
+  EXPECT_GT(timed.bytes_read, 0u);
+  EXPECT_DOUBLE_EQ(results[0].expert_bytes_per_token(), static_cast<double>(timed.bytes_read) / 6.0);
+  EXPECT_EQ(results[0].expert_cache->slots, slots);
+  EXPECT_NE(latte::bench::expert_cache_note(results[0]).find("read per token (timed runs"), std::string::npos);
+}
+
 // Whole pages inside the output head's data (read in full by every decode step): the test checks
 // they left memory before the timed run that must read them back.
 struct PageRange {
