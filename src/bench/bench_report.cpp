@@ -20,12 +20,14 @@ struct Column {
   size_t min_width;
 };
 
-// llama-bench's columns and widths; model and test widen to fit.
+// llama-bench's columns and widths; model, mem and test widen to fit. mem (a --mem-budget sweep)
+// and % roof (--roofline) are shown only when asked for, as llama-bench adds a column for a
+// parameter given a value other than its default.
 constexpr Column kColumns[] = {
-    {"model", false, 30}, {"size", true, 10}, {"params", true, 10}, {"backend", false, 7},
-    {"threads", true, 7}, {"test", true, 15}, {"t/s", true, 20},    {"% roof", true, 6},
+    {"model", false, 30}, {"size", true, 10}, {"params", true, 10}, {"backend", false, 7}, {"threads", true, 7},
+    {"mem", true, 5},     {"test", true, 15}, {"t/s", true, 20},    {"% roof", true, 6},
 };
-constexpr size_t kModelCol = 0, kTestCol = 5, kRoofCol = 7;
+constexpr size_t kModelCol = 0, kMemCol = 5, kTestCol = 6, kRoofCol = 8;
 
 // Decimal units, to match the GB/s of the bandwidth: "1.37 GB", "4.19 MB", "36 B".
 std::string si_bytes(double bytes) {
@@ -126,17 +128,21 @@ std::string format_params(int64_t n) {
   return fmt::format("{:.2f} M", static_cast<double>(n) / 1e6);
 }
 
-MarkdownTable::MarkdownTable(const ModelSummary& model, const std::vector<BenchTest>& tests, bool roofline)
+MarkdownTable::MarkdownTable(const ModelSummary& model, const std::vector<BenchTest>& tests, bool roofline,
+                             const std::vector<std::string>& mem_budgets)
     : model_(model), roofline_(roofline) {
-  const size_t n_cols = roofline ? std::size(kColumns) : kRoofCol;
-  for (size_t c = 0; c < n_cols; ++c) widths_.push_back(kColumns[c].min_width);
+  for (size_t c = 0; c < std::size(kColumns); ++c) {
+    widths_.push_back(kColumns[c].min_width);
+    if ((c != kMemCol || !mem_budgets.empty()) && (c != kRoofCol || roofline)) shown_.push_back(c);
+  }
   widths_[kModelCol] = std::max(widths_[kModelCol], display_width(model.name));
+  for (const std::string& m : mem_budgets) widths_[kMemCol] = std::max(widths_[kMemCol], display_width(m));
   for (const BenchTest& t : tests) widths_[kTestCol] = std::max(widths_[kTestCol], t.name().size());
 }
 
 std::string MarkdownTable::line(const std::vector<std::string>& cells) const {
   std::string s = "|";
-  for (size_t c = 0; c < widths_.size(); ++c) {
+  for (const size_t c : shown_) {
     const std::string& v = cells[c];
     const size_t pad = widths_[c] > display_width(v) ? widths_[c] - display_width(v) : 0;
     s += ' ';
@@ -150,29 +156,31 @@ std::string MarkdownTable::line(const std::vector<std::string>& cells) const {
 
 std::string MarkdownTable::header() const {
   std::vector<std::string> titles, rule;
-  for (size_t c = 0; c < widths_.size(); ++c) {
+  for (size_t c = 0; c < std::size(kColumns); ++c) {
     titles.emplace_back(kColumns[c].title);
     rule.push_back(kColumns[c].right ? std::string(widths_[c] - 1, '-') + ":" : std::string(widths_[c], '-'));
   }
   return line(titles) + line(rule);
 }
 
-std::vector<std::string> MarkdownTable::cells(const BenchResult& r, const Roofline* roof) const {
-  std::vector<std::string> v = {model_.name,
-                                format_size(model_.size_bytes),
-                                format_params(model_.n_params),
-                                r.backend,
-                                std::to_string(r.test.threads),
-                                r.test.name(),
-                                fmt::format("{:.2f} ± {:.2f}", r.avg_ts(), r.stddev_ts())};
-  if (roofline_) {
-    v.push_back(roof && r.test.is_generation() ? fmt::format("{:.1f}%", 100.0 * r.avg_ts() / roof->bound_ts(r.test))
-                                               : "");
-  }
-  return v;
+// Every column's cell; line() leaves out those not shown.
+std::vector<std::string> MarkdownTable::cells(const BenchResult& r, const Roofline* roof,
+                                              const std::string& mem_budget) const {
+  const bool roof_cell = roofline_ && roof && r.test.is_generation();
+  return {model_.name,
+          format_size(model_.size_bytes),
+          format_params(model_.n_params),
+          r.backend,
+          std::to_string(r.test.threads),
+          mem_budget,
+          r.test.name(),
+          fmt::format("{:.2f} ± {:.2f}", r.avg_ts(), r.stddev_ts()),
+          roof_cell ? fmt::format("{:.1f}%", 100.0 * r.avg_ts() / roof->bound_ts(r.test)) : ""};
 }
 
-std::string MarkdownTable::row(const BenchResult& r, const Roofline* roof) const { return line(cells(r, roof)); }
+std::string MarkdownTable::row(const BenchResult& r, const Roofline* roof, const std::string& mem_budget) const {
+  return line(cells(r, roof, mem_budget));
+}
 
 std::string expert_cache_note(const BenchResult& r) {
   if (!r.expert_cache) return "";
@@ -188,6 +196,7 @@ nlohmann::json result_json(const ModelSummary& model, const RunInfo& run, const 
       {"backends", r.backend},
       {"crossing_bytes_per_token", r.crossing_bytes_per_token},
       {"major_page_faults", r.major_faults},
+      {"mem_budget", run.mem_budget ? nlohmann::json(*run.mem_budget) : nlohmann::json(nullptr)},
       {"expert_cache", expert_cache_json(r)},
       {"cpu_kernels", ggl::cpu_kernels().isa},
       {"model_filename", model.filename},

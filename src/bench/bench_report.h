@@ -1,7 +1,7 @@
 // Output of `latte bench`, in llama-bench's two main formats:
 //   md    a Markdown table, one row per test as it finishes: model, size, params, backend,
-//         threads, test, t/s (mean ± sample std over repetitions), and with a roofline a
-//         "% roof" column for tg tests
+//         threads, with a --mem-budget sweep the budget ("mem"), test, t/s (mean ± sample std
+//         over repetitions), and with a roofline a "% roof" column for tg tests
 //   json  one array of objects using llama-bench's field names (n_prompt, n_gen, n_depth,
 //         n_threads, avg_ts, stddev_ts, model_size, model_n_params, ...)
 #pragma once
@@ -58,29 +58,34 @@ std::string expert_cache_note(const BenchResult& r);
 
 class MarkdownTable {
  public:
-  MarkdownTable(const ModelSummary& model, const std::vector<BenchTest>& tests, bool roofline);
+  // mem_budgets: the --mem-budget items as typed, for a "mem" column; empty: no such column.
+  MarkdownTable(const ModelSummary& model, const std::vector<BenchTest>& tests, bool roofline,
+                const std::vector<std::string>& mem_budgets = {});
   std::string header() const;  // the column names and the alignment row
-  std::string row(const BenchResult& r, const Roofline* roof) const;
+  // mem_budget: the item the row's model was loaded under (shown only with the mem column).
+  std::string row(const BenchResult& r, const Roofline* roof, const std::string& mem_budget = "") const;
 
  private:
-  std::vector<std::string> cells(const BenchResult& r, const Roofline* roof) const;
+  std::vector<std::string> cells(const BenchResult& r, const Roofline* roof, const std::string& mem_budget) const;
   std::string line(const std::vector<std::string>& cells) const;
 
   ModelSummary model_;
   bool roofline_;
-  std::vector<size_t> widths_;
+  std::vector<size_t> widths_;  // of every column
+  std::vector<size_t> shown_;   // the columns printed, in order
 };
 
 struct RunInfo {
   std::string cpu_info;
   std::string cache_type;
   int64_t n_batch = 0;
+  std::optional<size_t> mem_budget;  // the budget the model was loaded under, in bytes; nullopt: none or no limit known
 };
 
 // One llama-bench-style JSON object for a result (roof fields only with a roofline), with latte's
-// expert_cache (null where the model pages no experts: its hit_rate, bytes_per_token,
-// read_mb_per_s, wait_seconds, prefetch_accuracy (null where no guess was made) and slots over
-// the timed runs).
+// mem_budget (bytes or null) and expert_cache (null where the model pages no experts: its
+// hit_rate, bytes_per_token, read_mb_per_s, wait_seconds, prefetch_accuracy (null where no guess
+// was made) and slots over the timed runs).
 nlohmann::json result_json(const ModelSummary& model, const RunInfo& run, const BenchResult& r, const Roofline* roof);
 
 // The CPU's model name from /proc/cpuinfo ("" when unknown).

@@ -1,8 +1,10 @@
 // `latte bench -m MODEL [-p 512] [-n 128] [-d DEPTH,...] [-t THREADS,...] [-r REPS] [-o md|json]
-// [--roofline] [--profile]`: llama-bench-style prompt-processing and generation speeds (see
-// src/bench/bench_runner.h for what each test measures), as a Markdown table or a JSON array
-// with llama-bench's field names. --roofline measures DRAM read bandwidth and adds the bound it
-// puts on decode speed; --profile adds where each step's time went (src/bench/step_profile.h).
+// [--mem-budget SIZE,...] [--roofline] [--profile]`: llama-bench-style prompt-processing and
+// generation speeds (see src/bench/bench_runner.h for what each test measures), as a Markdown
+// table or a JSON array with llama-bench's field names. A list of memory budgets runs every test
+// once per budget, the model loaded under each in turn with its expert cache. --roofline
+// measures DRAM read bandwidth and adds the bound it puts on decode speed; --profile adds where
+// each step's time went (src/bench/step_profile.h).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -30,6 +32,7 @@
 #include "src/cli/default_model.h"
 #include "src/cli/flags/session_flags.h"
 #include "src/model/kv_cache.h"
+#include "src/placement/memory_budget.h"
 
 namespace latte::cli {
 namespace {
@@ -39,24 +42,143 @@ void print(const std::string& s) {
   std::fflush(stdout);
 }
 
+// The progress line on a terminal's stderr: each status overwrites it, and it is cleared before a
+// row is printed.
+class StatusLine {
+ public:
+  StatusLine() : tty_(isatty(STDERR_FILENO)) {}
+  void show(const std::string& s) const {
+    if (tty_) std::fprintf(stderr, "\r\033[Kbench: %s", s.c_str());
+  }
+  void clear() const {
+    if (tty_) std::fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  bool tty_;
+};
+
+// What every budget of a --mem-budget sweep shares: the flags' choices.
+struct BenchSetup {
+  std::string prog;
+  std::string model_path;
+  bool markdown = true;
+  bool roofline = false;
+  size_t probe_bytes = 0;
+  bench::BenchOptions opts;
+  std::vector<bench::BenchTest> tests;
+  std::vector<std::string> mem_column;  // the --mem-budget items as typed; empty: not given
+};
+
+// The rows of every budget in one table (or one JSON array). The lines above the table (the CPU,
+// the roofline, the header) need a model: the first budget's, since the file is the same for all.
+class BenchReport {
+ public:
+  explicit BenchReport(const BenchSetup& setup) : setup_(setup) {}
+
+  // Runs every test on `model`, loaded under the --mem-budget item `budget` (bytes: nullopt for
+  // none), printing its rows as they finish.
+  void run(const Model& model, const std::string& budget, std::optional<size_t> bytes) {
+    if (!table_ && !json_) begin(model);
+    bench::prefault_weights(model);
+    run_info_.mem_budget = bytes;
+    bench::run_bench(
+        model, setup_.opts, [&](const bench::BenchResult& r) { add(r, budget); },
+        [this](const std::string& s) { status_.show(s); });
+  }
+
+  // The JSON array, once every budget has run.
+  void end() const {
+    if (json_) print(json_->dump(2) + "\n");
+  }
+
+ private:
+  void begin(const Model& model) {
+    summary_ = bench::summarize_model(model, setup_.model_path);
+    warn_beyond_training(model);
+    const ggl::Type cache_type = setup_.opts.session.cache_type;
+    run_info_ = {bench::cpu_model_name(), std::string(ggl::type_name(cache_type)), setup_.opts.session.n_batch, {}};
+    if (setup_.roofline) roof_ = measure_roofline(model);
+    if (!setup_.markdown) {
+      json_ = nlohmann::json::array();
+      return;
+    }
+    print(fmt::format("cpu: {} | {}\n", run_info_.cpu_info, ggl::describe_cpu_kernels(ggl::cpu_kernels())));
+    if (roof_) {
+      const MoeConfig& moe = model.hparams().moe;
+      print(bench::roofline_summary(*roof_, moe.n_expert_used, moe.n_expert, run_info_.cache_type) + "\n");
+    }
+    table_.emplace(summary_, setup_.tests, roof_.has_value(), setup_.mem_column);
+    print(table_->header());
+  }
+
+  void add(const bench::BenchResult& r, const std::string& budget) {
+    status_.clear();
+    const bench::Roofline* roof = roof_ ? &*roof_ : nullptr;
+    if (json_) {
+      json_->push_back(bench::result_json(summary_, run_info_, r, roof));
+      return;
+    }
+    print(table_->row(r, roof, budget));
+    if (r.major_faults > 0) warning(setup_.prog, bench::disk_reads_warning(r));
+    if (r.expert_cache) note(setup_.prog, bench::expert_cache_note(r));
+    if (r.crossing_bytes_per_token > 0)
+      note(setup_.prog, fmt::format("{} on {}: {:.0f} bytes of activations per token cross between the backends",
+                                    r.test.name(), r.backend, r.crossing_bytes_per_token));
+  }
+
+  void warn_beyond_training(const Model& model) const {
+    const auto largest = std::max_element(setup_.tests.begin(), setup_.tests.end(), [](const auto& a, const auto& b) {
+      return a.n_depth + a.n_tokens() < b.n_depth + b.n_tokens();
+    });
+    const int64_t most_tokens = largest->n_depth + largest->n_tokens();
+    const std::string beyond = beyond_training_warning(
+        model.hparams(), fmt::format("the {} test ({} tokens)", largest->name(), most_tokens), most_tokens);
+    if (!beyond.empty()) warning(setup_.prog, beyond);
+  }
+
+  // The probe on as many threads as the busiest test, and what the model reads per token.
+  bench::Roofline measure_roofline(const Model& model) const {
+    int probe_threads = 0;
+    for (const bench::BenchTest& t : setup_.tests) probe_threads = std::max(probe_threads, t.threads);
+    return bench::Roofline{bench::measure_read_bandwidth(probe_threads, setup_.probe_bytes),
+                           bench::decode_weight_traffic(model),
+                           cache_bytes_per_token(model.hparams(), setup_.opts.session.cache_type)};
+  }
+
+  const BenchSetup& setup_;
+  StatusLine status_;
+  bench::ModelSummary summary_;
+  bench::RunInfo run_info_;
+  std::optional<bench::Roofline> roof_;
+  std::optional<bench::MarkdownTable> table_;  // -o md
+  std::optional<nlohmann::json> json_;         // -o json
+};
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
   CLI::App app{"Measure prompt processing (pp) and generation (tg) speed, llama-bench style", argv[0]};
-  std::string model_path, output = "md";
-  bench::BenchOptions opts;
-  bool roofline = false, no_warmup = false, profile = false;
+  BenchSetup setup;
+  bench::BenchOptions& opts = setup.opts;
+  std::string output = "md";
+  bool no_warmup = false, profile = false;
   size_t probe_mib = bench::kProbeBytes >> 20;
   SessionFlags session_flags;
-  app.add_option("-m,--model", model_path, "GGUF model (default: the shipped tiny MLA story model)");
+  app.add_option("-m,--model", setup.model_path, "GGUF model (default: the shipped tiny MLA story model)");
   add_integer_list(app, "-p,--n-prompt", opts.n_prompt, "prompt sizes, comma-separated (0: no pp tests)", 0)
       ->default_str("512");
   add_integer_list(app, "-n,--n-gen", opts.n_gen, "generation lengths, comma-separated (0: no tg tests)", 0)
       ->default_str("128");
   add_integer_list(app, "-d,--n-depth", opts.n_depth, "cached tokens before each test, comma-separated", 0)
       ->default_str("0");
-  session_flags.lists = true;  // -ngl 0,99 and -fa 0,1 as in llama-bench
+  session_flags.lists = true;  // -ngl 0,99, -fa 0,1 and --mem-budget 4G,6G as in llama-bench
   session_flags.add_to(app);
+  app.get_option("--mem-budget")
+      ->description(
+          "SIZE[,SIZE...]: memory budgets, comma-separated (none: no budget); every test runs once per budget, "
+          "the model loaded under each in turn with its expert cache (default: the memory cgroup's limit or "
+          "MemAvailable, less 5%; docs/memory-budget.md)");
   // Replaced by lists; the context is sized per test (depth + tokens).
   app.remove_option(app.get_option("--threads"));
   app.remove_option(app.get_option("--ctx-size"));
@@ -64,7 +186,7 @@ int cmd_bench(int argc, char** argv) {
                    1);
   app.add_option("-r,--repetitions", opts.repetitions, "timed runs per test")->capture_default_str()->check(integer(1));
   app.add_option("-o,--output", output, "output format: md (a table) or json (an array)")->capture_default_str();
-  app.add_flag("--roofline", roofline,
+  app.add_flag("--roofline", setup.roofline,
                "probe DRAM read bandwidth, report the weight bytes each generated token reads and the bound they "
                "imply, and show tg speed as a % of it");
   app.add_option("--roofline-mib", probe_mib, "size of the bandwidth probe's buffer in MiB (far beyond the LLC)")
@@ -88,73 +210,25 @@ int cmd_bench(int argc, char** argv) {
   }
   for (auto& [ngl, request] : session_flags.bench_placements()) opts.placements.push_back({ngl, request});
   opts.warmup = !no_warmup;
-  const std::vector<bench::BenchTest> tests = bench::expand_tests(opts);  // validates the lists
+  setup.tests = bench::expand_tests(opts);  // validates the lists
+  // Every item is checked before the first model loads, so a bad one costs no run.
+  const std::vector<std::string> budgets = session_flags.mem_budgets();
+  if (app.count("--mem-budget") > 0) setup.mem_column = budgets;
+  setup.prog = app.get_name();
+  setup.markdown = output == "md";
+  setup.probe_bytes = probe_mib << 20;
+  if (setup.model_path.empty()) setup.model_path = default_model_path();
 
-  if (model_path.empty()) model_path = default_model_path();
-  const Model model(model_path, session_flags.model_options(model_path));
-  const bench::ModelSummary summary = bench::summarize_model(model, model_path);
-  const auto largest = std::max_element(tests.begin(), tests.end(), [](const auto& a, const auto& b) {
-    return a.n_depth + a.n_tokens() < b.n_depth + b.n_tokens();
-  });
-  const int64_t most_tokens = largest->n_depth + largest->n_tokens();
-  const std::string beyond = beyond_training_warning(
-      model.hparams(), fmt::format("the {} test ({} tokens)", largest->name(), most_tokens), most_tokens);
-  if (!beyond.empty()) warning(app.get_name(), beyond);
-  const std::string cache_type(ggl::type_name(opts.session.cache_type));
-  std::optional<bench::Roofline> roof;
-  if (roofline) {
-    int probe_threads = 0;
-    for (const bench::BenchTest& t : tests) probe_threads = std::max(probe_threads, t.threads);
-    roof = bench::Roofline{bench::measure_read_bandwidth(probe_threads, probe_mib << 20),
-                           bench::decode_weight_traffic(model),
-                           cache_bytes_per_token(model.hparams(), opts.session.cache_type)};
+  BenchReport report(setup);
+  for (const std::string& budget : budgets) {
+    // One model at a time: this budget's model and its expert cache are freed before the next loads.
+    const Model model(setup.model_path, session_flags.model_options(setup.model_path, budget));
+    report.run(model, budget, memory_budget(budget, typed_flag(app, "--mem-budget")).bytes);
   }
-  bench::prefault_weights(model);
-
-  const bool tty = isatty(STDERR_FILENO);
-  auto status = [tty](const std::string& s) {
-    if (tty) std::fprintf(stderr, "\r\033[Kbench: %s", s.c_str());
-  };
-  auto clear_status = [tty] {
-    if (tty) std::fprintf(stderr, "\r\033[K");
-  };
-
-  if (output == "md") {
-    print(fmt::format("cpu: {} | {}\n", bench::cpu_model_name(), ggl::describe_cpu_kernels(ggl::cpu_kernels())));
-    if (roof) {
-      const MoeConfig& moe = model.hparams().moe;
-      print(bench::roofline_summary(*roof, moe.n_expert_used, moe.n_expert, cache_type) + "\n");
-    }
-    const bench::MarkdownTable table(summary, tests, roof.has_value());
-    print(table.header());
-    bench::run_bench(
-        model, opts,
-        [&](const bench::BenchResult& r) {
-          clear_status();
-          print(table.row(r, roof ? &*roof : nullptr));
-          if (r.major_faults > 0) warning(app.get_name(), bench::disk_reads_warning(r));
-          if (r.expert_cache) note(app.get_name(), bench::expert_cache_note(r));
-          if (r.crossing_bytes_per_token > 0)
-            note(app.get_name(),
-                 fmt::format("{} on {}: {:.0f} bytes of activations per token cross between the backends",
-                             r.test.name(), r.backend, r.crossing_bytes_per_token));
-        },
-        status);
-    if (profile && profiles.empty()) note(app.get_name(), "--profile: no step ran on the CPU backend alone");
-    for (const auto& [tokens, p] : profiles)
-      print(p.table(tokens == 1 ? "decode steps (1 token)" : fmt::format("steps of {} tokens", tokens)));
-  } else {
-    const bench::RunInfo run{bench::cpu_model_name(), cache_type, opts.session.n_batch};
-    nlohmann::json all = nlohmann::json::array();
-    bench::run_bench(
-        model, opts,
-        [&](const bench::BenchResult& r) {
-          clear_status();
-          all.push_back(bench::result_json(summary, run, r, roof ? &*roof : nullptr));
-        },
-        status);
-    print(all.dump(2) + "\n");
-  }
+  report.end();
+  if (profile && profiles.empty()) note(app.get_name(), "--profile: no step ran on the CPU backend alone");
+  for (const auto& [tokens, p] : profiles)
+    print(p.table(tokens == 1 ? "decode steps (1 token)" : fmt::format("steps of {} tokens", tokens)));
   return 0;
 }
 

@@ -93,18 +93,31 @@ void SessionFlags::add_to(CLI::App& app) {
       ->group(group);
 }
 
-ModelOptions SessionFlags::model_options(const std::string& path) const {
+ModelOptions SessionFlags::model_options(const std::string& path) const { return model_options(path, mem_budget); }
+
+ModelOptions SessionFlags::model_options(const std::string& path, const std::string& budget) const {
   ModelOptions o;
   o.repack = !no_repack;
   for (const std::string& spec : override_kv) o.overrides.push_back(parse_metadata_override(spec));
-  o.expert_cache = expert_cache_for(path);
+  o.expert_cache = expert_cache_for(path, budget);
   return o;
+}
+
+std::vector<std::string> SessionFlags::mem_budgets() const {
+  if (mem_budget.empty()) return {mem_budget};  // not given: the system's default
+  const std::vector<std::string> list = items(mem_budget, lists);
+  for (const std::string& item : list) {
+    // An empty item would silently mean the default (memory_budget's "no value").
+    if (item.empty()) ggl::fail("{} '{}' has an empty item", typed("--mem-budget"), mem_budget);
+    memory_budget(item, typed("--mem-budget"));  // throws for a value that is not a size
+  }
+  return list;
 }
 
 // The RAM plan of `latte info --plan` (placement/memory_budget.h) for a CPU run at this context,
 // cache type and batch: an expert cache where the routed experts do not all fit the budget.
-std::optional<size_t> SessionFlags::expert_cache_for(const std::string& path) const {
-  const std::optional<size_t> budget = memory_budget(mem_budget, typed("--mem-budget")).bytes;
+std::optional<size_t> SessionFlags::expert_cache_for(const std::string& path, const std::string& budget_value) const {
+  const std::optional<size_t> budget = memory_budget(budget_value, typed("--mem-budget")).bytes;
   if (!budget) return std::nullopt;
   const ggl::GgufFile file(path);
   const std::string arch = file.metadata().get_or<std::string>("general.architecture", "");

@@ -35,7 +35,7 @@ struct SessionFlags {
   bool no_repack = false;                // -nr
   std::vector<std::string> override_kv;  // --override-kv KEY=TYPE:VALUE
   std::string mem_budget;                // --mem-budget SIZE|none (default: what Linux allows the process)
-  // bench: -ngl and -fa take comma-separated lists, as in llama-bench.
+  // bench: -ngl, -fa and --mem-budget take comma-separated lists, as in llama-bench.
   bool lists = false;
 
   void add_to(CLI::App& app);
@@ -46,6 +46,11 @@ struct SessionFlags {
   // routed experts do not fit --mem-budget, with a note saying so); throws ggl::Error for a
   // malformed override or budget.
   ModelOptions model_options(const std::string& path) const;
+  // The same under one --mem-budget item (bench's sweep) instead of --mem-budget's whole value.
+  ModelOptions model_options(const std::string& path, const std::string& budget) const;
+  // bench: the --mem-budget items in the order given, each checked (one-line ggl::Error naming the
+  // flag and the value otherwise); {""} (the system's default) when the flag is not given.
+  std::vector<std::string> mem_budgets() const;
   // Warns once when the context exceeds the model's training context (context_warning.h).
   void warn_beyond_training(const Hparams& hp, int64_t n_ctx) const;
   // The placement request for one -ngl value (an item of bench's list), when a placement flag
@@ -63,7 +68,7 @@ struct SessionFlags {
   std::string typed(std::string_view name) const;
   ggl::Type resolve_cache_type(bool with_notes = true) const;
   void note_unsupported() const;
-  std::optional<size_t> expert_cache_for(const std::string& path) const;
+  std::optional<size_t> expert_cache_for(const std::string& path, const std::string& budget_value) const;
 };
 
 }  // namespace latte::cli

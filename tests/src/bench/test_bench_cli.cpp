@@ -1,5 +1,6 @@
 // `latte bench` through the binary on a tiny fixture: the Markdown table and the JSON array parse
-// and hold what was asked for; --roofline adds the bound; bad flags are one-line errors.
+// and hold what was asked for; --roofline adds the bound; a --mem-budget list runs the tests once
+// per budget with the expert cache's figures; bad flags are one-line errors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 namespace test_bench_cli {
 
 using latte::testing::run_latte;
+using latte::testing::run_latte_apart;
 
 std::string fixture() { return (latte::testing::shared_dir() / "fixtures/ds2-v2-tiny-q8_0.gguf").string(); }
 
@@ -147,6 +149,66 @@ TEST(BenchCli, ProfileTablesFollowTheSpeeds) {
   EXPECT_NE(js.out.find("--profile prints Markdown tables"), std::string::npos) << js.out;
 }
 
+// A MoE fixture and a budget that pages its routed experts: at the default context and batch its
+// resident part and work buffers take about 67 MiB (latte info --plan), so 67.5M leaves an expert
+// cache for some of its 48 experts, and each token reads some from the file.
+constexpr const char* kMoeFixture = "fixtures/ds3-tiny-q4_0.gguf";
+constexpr const char* kPagingBudget = "67.5M";
+constexpr uint64_t kPagingBudgetBytes = uint64_t{135} << 19;  // 67.5 MiB
+
+std::string sweep_args(const std::string& extra) {
+  return "bench -m " + (latte::testing::shared_dir() / kMoeFixture).string() + " --mem-budget " + kPagingBudget +
+         ",none -p 8 -n 2 -r 1 -t 1 " + extra;
+}
+
+TEST(BenchCli, MemBudgetListRunsTheTestsOncePerBudgetInATableColumn) {
+  LATTE_REQUIRE_SHARED(kMoeFixture);
+  const auto r = run_latte_apart(sweep_args(""));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = table_lines(r.out);
+  ASSERT_EQ(lines.size(), 6u) << r.out;  // header, rule, 2 tests x 2 budgets
+  EXPECT_EQ(cells(lines[0]),
+            (std::vector<std::string>{"model", "size", "params", "backend", "threads", "mem", "test", "t/s"}));
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {kPagingBudget, "pp8"}, {kPagingBudget, "tg2"}, {"none", "pp8"}, {"none", "tg2"}};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::vector<std::string> c = cells(lines[i + 2]);
+    ASSERT_EQ(c.size(), 8u) << lines[i + 2];
+    EXPECT_EQ(c[5], rows[i].first) << lines[i + 2];
+    EXPECT_EQ(c[6], rows[i].second) << lines[i + 2];
+  }
+  // A note after each paged row, none after the rows without a cache.
+  const std::regex note(R"(note: (pp8|tg2): expert cache \(.*; [0-9.]+ [kMG]?B read per token \(timed runs)");
+  EXPECT_EQ(std::distance(std::sregex_iterator(r.err.begin(), r.err.end(), note), std::sregex_iterator()), 2) << r.err;
+}
+
+TEST(BenchCli, MemBudgetListGivesEachJsonRowItsBudgetAndTheExpertCache) {
+  LATTE_REQUIRE_SHARED(kMoeFixture);
+  const auto r = run_latte(sweep_args("-o json"), /*merge_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 4u) << r.out;
+  for (size_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(j[i]["n_gen"], i == 1 ? 2 : 0);
+    EXPECT_EQ(j[i]["mem_budget"], kPagingBudgetBytes);
+    const nlohmann::json& cache = j[i]["expert_cache"];
+    ASSERT_TRUE(cache.is_object()) << j[i];
+    EXPECT_GT(cache["bytes_per_token"].get<double>(), 0.0) << cache;
+    EXPECT_GE(cache["hit_rate"].get<double>(), 0.0);
+    EXPECT_LE(cache["hit_rate"].get<double>(), 1.0);
+    EXPECT_GT(cache["slots"].get<int64_t>(), 0);
+    EXPECT_GT(cache["read_mb_per_s"].get<double>(), 0.0);
+    EXPECT_GE(cache["wait_seconds"].get<double>(), 0.0);
+    EXPECT_TRUE(cache["prefetch_accuracy"].is_null() || cache["prefetch_accuracy"].is_number()) << cache;
+  }
+  for (size_t i = 2; i < 4; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_TRUE(j[i]["mem_budget"].is_null()) << j[i];
+    EXPECT_TRUE(j[i]["expert_cache"].is_null()) << j[i];
+  }
+}
+
 TEST(BenchCli, BadInputIsAOneLineError) {
   LATTE_REQUIRE_SHARED("fixtures/ds2-v2-tiny-q8_0.gguf");
   struct Case {
@@ -163,6 +225,8 @@ TEST(BenchCli, BadInputIsAOneLineError) {
       {m + " -p abc", "-p: 'abc' is not an integer"},
       {m + " --cache-type q5_k", "--cache-type"},
       {m + " --bogus", "--bogus"},
+      {m + " --mem-budget 4G,abc", "--mem-budget 'abc' is not a size (e.g. 16G)"},
+      {m + " --mem-budget 4G,,6G", "--mem-budget '4G,,6G' has an empty item"},
       {"bench -m /nonexistent/model.gguf", "/nonexistent/model.gguf"},
   };
   for (const Case& c : cases) {
