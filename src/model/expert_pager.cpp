@@ -1,6 +1,7 @@
 #include "src/model/expert_pager.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -86,8 +87,14 @@ ExpertPager::ExpertPager(const ggl::GgufFile& file, const ModelWeights& weights,
   slot_bytes_ = part_capacity_[0] + part_capacity_[1] + part_capacity_[2];
   const size_t slots = cache_bytes / slot_bytes_;
   if (slots > 0) {
-    buffer_ = {static_cast<uint8_t*>(std::aligned_alloc(kAlign, slots * slot_bytes_)), std::free};
-    if (!buffer_) ggl::fail("cannot allocate {} bytes for the expert cache", slots * slot_bytes_);
+    // Populated now: pages first touched by the reads would each be taken, in a memory cgroup near
+    // its limit, from reclaim in the middle of a token (measured: the reads ran at a third of the
+    // disk's rate while the cache filled; docs/memory-budget.md).
+    void* p =
+        ::mmap(nullptr, slots * slot_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (p == MAP_FAILED)
+      ggl::fail("cannot allocate {} bytes for the expert cache: {}", slots * slot_bytes_, std::strerror(errno));
+    buffer_ = Buffer(static_cast<uint8_t*>(p), Unmap{slots * slot_bytes_});
   }
   slot_.resize(slots);
   done_slot_.resize(slots);
@@ -109,6 +116,8 @@ ExpertPager::ExpertPager(const ggl::GgufFile& file, const ModelWeights& weights,
   mtime_ns_ = mtime_ns(st);
   reader_ = std::thread([this] { read_loop(); });
 }
+
+void ExpertPager::Unmap::operator()(uint8_t* p) const { ::munmap(p, bytes); }
 
 ExpertPager::~ExpertPager() {
   {

@@ -168,7 +168,12 @@ class ExpertPager final : public ggl::PagedWeights {
   int64_t key_stride_ = 0;
   size_t slot_bytes_ = 0;
   size_t part_capacity_[3] = {};
-  std::unique_ptr<uint8_t, void (*)(void*)> buffer_{nullptr, nullptr};
+  struct Unmap {
+    size_t bytes;
+    void operator()(uint8_t* p) const;
+  };
+  using Buffer = std::unique_ptr<uint8_t, Unmap>;
+  Buffer buffer_;  // the slots, page-aligned
   std::vector<Slot> slot_;
   std::unordered_map<int64_t, int> where_;  // key -> slot
   std::vector<float> uses_;                 // per key: uses per step, decayed as of uses_step_
