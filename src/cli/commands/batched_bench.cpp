@@ -23,6 +23,8 @@
 #include "src/cli/flags/flag_checks.h"
 #include "src/cli/flags/parse_flags.h"
 #include "src/cli/flags/session_flags.h"
+#include "src/cli/notes.h"
+#include "src/model/expert_pager.h"
 
 namespace latte::cli {
 
@@ -112,10 +114,19 @@ int cmd_batched_bench(int argc, char** argv) {
     print("|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n");
     print("|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
   }
+  ExpertPager::Stats pager_seen;  // the expert cache's counts at the last row
   bench::run_batched_bench(model, opts, [&](const bench::BatchedBenchResult& r) {
     if (output == "md") {
       print(fmt::format("| {:5} | {:6} | {:4} | {:6} | {:8.3f} | {:8.2f} | {:8.3f} | {:8.2f} | {:8.3f} | {:8.2f} |\n",
                         r.pp, r.tg, r.pl, r.n_kv, r.t_pp, r.speed_pp(), r.t_tg, r.speed_tg(), r.t(), r.speed()));
+      if (const auto& pager = model.expert_pager()) {  // paged experts: what the row read from the file
+        const ExpertPager::Stats now = pager->stats();
+        const int64_t tokens = (opts.pp_shared ? r.pp : r.pp * r.pl) + r.tg * r.pl;
+        note(app.get_name(), fmt::format("B={}: {}; {:.1f} MB read per token", r.pl, pager->describe(pager_seen),
+                                         static_cast<double>(now.since(pager_seen).bytes_read) / 1e6 /
+                                             static_cast<double>(std::max<int64_t>(tokens, 1))));
+        pager_seen = now;
+      }
     } else {
       const nlohmann::json j = {{"n_kv_max", opts.n_kv_max},
                                 {"n_batch", opts.n_batch},
