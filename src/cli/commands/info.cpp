@@ -19,6 +19,7 @@
 #include "src/model/kv_cache.h"
 #include "src/runtime/session.h"
 #include "src/placement/byte_size.h"
+#include "src/placement/expert_ranks.h"
 #include "src/placement/memory_budget.h"
 #include "src/placement/plan_table.h"
 
@@ -140,6 +141,7 @@ struct PlanFlags {
   int64_t batch = 512;
   std::string gpu_vram;
   std::string mem_budget;
+  int ranks = 1;
 
   void add_to(CLI::App& app) {
     const std::string group = "placement (--plan)";
@@ -160,13 +162,18 @@ struct PlanFlags {
                    "SIZE: plan the CPU's share for this much RAM (default: the memory cgroup's limit or "
                    "MemAvailable, less 5%; none: no budget)")
         ->group(group);
+    app.add_option("--ranks", ranks,
+                   "N: plan for N processes (mpirun -np N) that divide the routed experts, each holding the dense part "
+                   "and a contiguous 1/N of every layer's experts")
+        ->check(integer(1))
+        ->group(group);
   }
 
   // A placement flag without --plan is a mistake, not something to ignore.
   void require_plan(const CLI::App& app) const {
     if (plan) return;
     for (const char* name : {"--n-gpu-layers", "--cpu-moe", "--n-cpu-moe", "--gpu-budget", "--override-tensor",
-                             "--ctx-size", "--cache-type", "--batch-size", "--gpu-vram", "--mem-budget"})
+                             "--ctx-size", "--cache-type", "--batch-size", "--gpu-vram", "--mem-budget", "--ranks"})
       if (app.count(name) > 0) ggl::fail("{} needs --plan", typed_flag(app, name));
   }
 
@@ -207,11 +214,17 @@ struct PlanFlags {
                                   ? "this system tells neither a cgroup limit nor MemAvailable; give --mem-budget"
                                   : budget.source + ": every tensor stays in RAM, nothing is paged";
       fmt::print("ram: no budget ({})\n", why);
-      return;
+    } else {
+      fmt::print("memory:        {} budget ({})\n", format_bytes(static_cast<double>(*budget.bytes)), budget.source);
+      fmt::print("{}",
+                 latte::ram_plan_lines(latte::plan_ram(p, *budget.bytes, work, hp.moe.n_expert, hp.moe.n_expert_used)));
     }
-    fmt::print("memory:        {} budget ({})\n", format_bytes(static_cast<double>(*budget.bytes)), budget.source);
-    fmt::print("{}",
-               latte::ram_plan_lines(latte::plan_ram(p, *budget.bytes, work, hp.moe.n_expert, hp.moe.n_expert_used)));
+    if (ranks > 1) {  // each rank's share, against the same budget a rank
+      const latte::RamPlan all =
+          latte::plan_ram(p, budget.bytes.value_or(0), work, hp.moe.n_expert, hp.moe.n_expert_used);
+      fmt::print("{}", latte::rank_plan_lines(latte::split_experts(all, hp.moe.n_expert, ranks), hp.moe.n_expert,
+                                              budget.bytes.value_or(0)));
+    }
   }
 };
 
