@@ -173,11 +173,11 @@ size_t ExpertPager::read_expert(const Read& r) {
     const std::lock_guard lock(mutex_);
     read = read_;
   }
-  uint8_t* dst = buffer_.get() + static_cast<size_t>(r.slot) * slot_bytes_;
+  uint8_t* dst = slot_base(r.slot);
   size_t total = 0;
   for (int p = 0; p < 3; ++p) {
     const Part& part = layers_[static_cast<size_t>(r.layer)].parts[p];
-    const uint64_t offset = part.file_offset + static_cast<uint64_t>(r.expert) * part.slice_bytes;
+    const uint64_t offset = part.offset(r.expert);
     const uint64_t first = offset / kAlign * kAlign;
     const size_t need = offset - first + part.slice_bytes, length = round_up(need);
     size_t got = 0;
@@ -201,10 +201,10 @@ size_t ExpertPager::read_expert(const Read& r) {
 ExpertPager::Slot& ExpertPager::queue_read(Slot& s, int layer, int64_t expert, bool urgent) {
   const int index = static_cast<int>(&s - slot_.data());
   if (s.key >= 0) where_.erase(s.key);
-  uint8_t* dst = buffer_.get() + static_cast<size_t>(index) * slot_bytes_;
+  uint8_t* dst = slot_base(index);
   for (int p = 0; p < 3; ++p) {
     const Part& part = layers_[static_cast<size_t>(layer)].parts[p];
-    s.part[p] = dst + (part.file_offset + static_cast<uint64_t>(expert) * part.slice_bytes) % kAlign;
+    s.part[p] = dst + part.offset(expert) % kAlign;  // where read_expert's aligned read puts the slice
     dst += part_capacity_[p];
   }
   s.key = layer * key_stride_ + expert;
@@ -212,7 +212,6 @@ ExpertPager::Slot& ExpertPager::queue_read(Slot& s, int layer, int64_t expert, b
   s.loaded = s.last_use = clock_;
   s.ticket = ++next_ticket_;
   s.reading = true;
-  s.guessed = !urgent;
   {
     const std::lock_guard lock(mutex_);
     const Read r{index, layer, expert, s.ticket};
@@ -274,7 +273,7 @@ void ExpertPager::drop_unused_guesses(int layer, std::span<const int32_t> used) 
     Slot& s = slot_[static_cast<size_t>(r.slot)];
     where_.erase(s.key);
     s.key = -1;
-    s.reading = s.guessed = false;
+    s.reading = false;
     return true;
   });
 }
@@ -339,7 +338,6 @@ void ExpertPager::acquire(const ggl::Tensor& leaf, std::span<const int32_t> used
     }
     Slot& s = slot_[static_cast<size_t>(it->second)];
     s.last_use = clock_;
-    s.guessed = false;
     at[e] = s.part[part];
     if (counting && s.loaded < round_start_) ++stats_.hits;
     if (s.reading) pending.push_back(&s);
@@ -409,7 +407,7 @@ ExpertPager::Stats ExpertPager::Stats::since(const Stats& e) const {
   return d;
 }
 
-std::string ExpertPager::describe(const Stats& earlier) const {
+std::string ExpertPager::describe(const Stats& earlier, int64_t tokens) const {
   const Stats d = stats().since(earlier);
   std::string s = fmt::format(
       "expert cache ({} slots of {:.1f} MB): {} hits, {} misses, {} beyond the slots ({:.1f}% hits); {:.1f} MB read "
@@ -418,6 +416,9 @@ std::string ExpertPager::describe(const Stats& earlier) const {
       static_cast<double>(d.bytes_read) / 1e6, d.read_mb_per_s(), d.wait_seconds);
   if (d.predicted > 0)
     s += fmt::format("; {} read ahead, guesses {:.1f}% right", d.prefetched, 100.0 * d.prefetch_accuracy());
+  if (tokens > 0)
+    s += fmt::format("; {:.1f} MB read per token",
+                     static_cast<double>(d.bytes_read) / 1e6 / static_cast<double>(tokens));
   return s;
 }
 

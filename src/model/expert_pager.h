@@ -102,8 +102,9 @@ class ExpertPager final : public ggl::PagedWeights {
   const Options& options() const { return options_; }
   Stats stats() const;
   // "expert cache (N slots of X MB): H hits, M misses, K beyond the slots (P% hits); R MB read at
-  // S MB/s, W s waited; G read ahead, guesses A% right": what it did since the counts were `since`.
-  std::string describe(const Stats& since) const;
+  // S MB/s, W s waited; G read ahead, guesses A% right": what it did since the counts were `since`;
+  // with tokens, the MB read per token of those too.
+  std::string describe(const Stats& since, int64_t tokens = 0) const;
   std::string describe() const { return describe(Stats{}); }
 
   // For tests: reads through `read` instead of pread (to inject errors and short reads); called on
@@ -118,6 +119,7 @@ class ExpertPager final : public ggl::PagedWeights {
   struct Part {                // one of a layer's three stacked tensors
     uint64_t file_offset = 0;  // of expert 0's slice
     size_t slice_bytes = 0;
+    uint64_t offset(int64_t expert) const { return file_offset + static_cast<uint64_t>(expert) * slice_bytes; }
   };
   struct Layer {
     Part parts[3];  // gate, up, down
@@ -130,7 +132,6 @@ class ExpertPager final : public ggl::PagedWeights {
     uint64_t loaded = 0;   // the clock when its read was queued
     uint64_t ticket = 0;   // of its last read
     bool reading = false;  // its read's end not seen yet
-    bool guessed = false;  // read ahead on a guess, not asked for yet
     const uint8_t* part[3] = {};
   };
   struct Read {  // a job for the reading thread
@@ -156,6 +157,7 @@ class ExpertPager final : public ggl::PagedWeights {
   void read_loop();
   size_t read_expert(const Read& r);  // on the reading thread; throws ggl::Error
   void check_unchanged() const;
+  uint8_t* slot_base(int index) const { return buffer_.get() + static_cast<size_t>(index) * slot_bytes_; }
 
   std::string path_;
   Options options_;
