@@ -120,12 +120,9 @@ int cmd_batched_bench(int argc, char** argv) {
       print(fmt::format("| {:5} | {:6} | {:4} | {:6} | {:8.3f} | {:8.2f} | {:8.3f} | {:8.2f} | {:8.3f} | {:8.2f} |\n",
                         r.pp, r.tg, r.pl, r.n_kv, r.t_pp, r.speed_pp(), r.t_tg, r.speed_tg(), r.t(), r.speed()));
       if (const auto& pager = model.expert_pager()) {  // paged experts: what the row read from the file
-        const ExpertPager::Stats now = pager->stats();
         const int64_t tokens = (opts.pp_shared ? r.pp : r.pp * r.pl) + r.tg * r.pl;
-        note(app.get_name(), fmt::format("B={}: {}; {:.1f} MB read per token", r.pl, pager->describe(pager_seen),
-                                         static_cast<double>(now.since(pager_seen).bytes_read) / 1e6 /
-                                             static_cast<double>(std::max<int64_t>(tokens, 1))));
-        pager_seen = now;
+        note(app.get_name(), fmt::format("B={}: {}", r.pl, pager->describe(pager_seen, tokens)));
+        pager_seen = pager->stats();
       }
     } else {
       const nlohmann::json j = {{"n_kv_max", opts.n_kv_max},

@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdio>
 
 #include "ggml-like/core/error.h"
@@ -128,12 +127,11 @@ int cmd_run(int argc, char** argv) {
                              prompt_tokens.size(), rate(static_cast<int64_t>(prompt_tokens.size()), prompt_seconds),
                              generated, rate(generated, generate_seconds), stop, sampler.seed(), load_seconds * 1000)
                      .c_str());
-  if (log_enabled() && model.expert_pager()) {  // paged experts: what the run read from the file
-    const auto tokens =
-        static_cast<double>(std::max<int64_t>(static_cast<int64_t>(prompt_tokens.size()) + generated, 1));
-    std::fprintf(stderr, "%s; %.1f MB read per token\n", model.expert_pager()->describe().c_str(),
-                 static_cast<double>(model.expert_pager()->stats().bytes_read) / 1e6 / tokens);
-  }
+  if (log_enabled() && model.expert_pager())  // paged experts: what the run read from the file
+    std::fprintf(stderr, "%s\n",
+                 model.expert_pager()
+                     ->describe(ExpertPager::Stats{}, static_cast<int64_t>(prompt_tokens.size()) + generated)
+                     .c_str());
   // Stopped by Ctrl-C: the shell convention for a SIGINT-ended process (128 + 2), after the summary.
   return result.reason == StopReason::kInterrupted ? 130 : 0;
 }
