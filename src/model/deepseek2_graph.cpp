@@ -226,10 +226,11 @@ ggl::Tensor* build_deepseek2(const ForwardContext& c) {
     }
     x = g.add(x, g.mul_mat(weight(g, l.wo), attn));
 
-    h = norm(g, x, l.ffn_norm, hp.rms_eps);
+    ggl::Tensor* normed = g.rms_norm(x, hp.rms_eps);
+    h = g.mul(normed, weight(g, l.ffn_norm));  // norm(), its rms_norm shared with the guess below
     std::optional<NextExperts> next;
     if (paged && il + 1 < hp.n_layer && w.layers[il + 1].is_moe())
-      next = NextExperts{norm(g, x, w.layers[il + 1].ffn_norm, hp.rms_eps), &w.layers[il + 1]};
+      next = NextExperts{g.mul(normed, weight(g, w.layers[il + 1].ffn_norm)), &w.layers[il + 1]};
     if (next && !l.is_moe()) prefetch_experts(g, *next, hp.moe);
     ggl::Tensor* ffn = l.is_moe() ? moe_ffn(g, h, l, hp.moe, next ? &*next : nullptr)
                                   : swiglu_ffn(g, h, l.ffn_gate, l.ffn_up, l.ffn_down);
