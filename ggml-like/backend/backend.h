@@ -29,6 +29,7 @@ enum class Memory { kHost, kDevice };
 
 class Backend;
 class PagedWeights;
+class ExpertExchange;
 
 // Bytes a backend allocated in its memory (weights it holds, copies of activations). Freed with
 // the buffer; the backend must outlive it.
@@ -131,6 +132,10 @@ class Backend {
   // nodes read are (paged_weights.h); nullptr: none. By default a backend does not ask, and reads
   // the leaves' own data (the same bytes, outside any budget).
   virtual void use_paged_weights(std::shared_ptr<PagedWeights> pager) {}
+  // From now on, completes a graph's expert_exchange nodes through `exchange`
+  // (expert_exchange.h); nullptr: none, and a graph with such a node is an error. Only a backend
+  // that supports kExpertExchange takes it.
+  virtual void use_expert_exchange(std::shared_ptr<ExpertExchange> exchange) {}
 
  protected:
   // The raw allocation behind allocate() / BackendBuffer (host memory by default).

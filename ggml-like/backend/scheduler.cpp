@@ -172,6 +172,10 @@ void Scheduler::use_paged_weights(std::shared_ptr<PagedWeights> pager) {
   for (Backend* b : raw_) b->use_paged_weights(pager);
 }
 
+void Scheduler::use_expert_exchange(std::shared_ptr<ExpertExchange> exchange) {
+  for (Backend* b : raw_) b->use_expert_exchange(exchange);
+}
+
 void Scheduler::synchronize() {
   for (Backend* b : raw_) b->synchronize();
 }

@@ -80,6 +80,7 @@ class Scheduler final : public Backend {
   // leaves' own data).
   void use_prepared_weights(std::shared_ptr<const PreparedWeights> prepared) override;
   void use_paged_weights(std::shared_ptr<PagedWeights> pager) override;
+  void use_expert_exchange(std::shared_ptr<ExpertExchange> exchange) override;
 
   std::span<Backend* const> backends() const { return raw_; }
   // The split of the last graph computed.

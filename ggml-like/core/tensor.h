@@ -32,10 +32,11 @@ enum class Op : uint8_t {
   kRope,      // rotary position embedding with optional YaRN
   kTopK,      // indices of the k largest values per row (optionally group-limited)
   kConcat,
-  kCont,       // contiguous f32 copy of any (strided, any element type) tensor
-  kCopy,       // converts f32 into the element type of a destination (aliases the destination)
-  kFlashAttn,  // causal attention with an online softmax, GQA/MQA
-  kPrefetch,   // no result: the slices of a paged weight some ids will likely use (paged_weights.h)
+  kCont,            // contiguous f32 copy of any (strided, any element type) tensor
+  kCopy,            // converts f32 into the element type of a destination (aliases the destination)
+  kFlashAttn,       // causal attention with an online softmax, GQA/MQA
+  kPrefetch,        // no result: the slices of a paged weight some ids will likely use (paged_weights.h)
+  kExpertExchange,  // a mul_mat_id's rows completed with those other processes computed (expert_exchange.h)
 };
 std::string_view op_name(Op op);
 

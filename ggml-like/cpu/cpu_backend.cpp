@@ -133,7 +133,9 @@ bool runs_on_thread0_only(const Tensor& n) {
     case Op::kConcat:
     case Op::kCont:
     case Op::kCopy: return n.n_rows() == 1;
-    case Op::kPrefetch: return true;  // thread 0 hands it to the pager
+    case Op::kPrefetch:        // thread 0 hands it to the pager
+    case Op::kExpertExchange:  // thread 0 exchanges the rows
+      return true;
     default: return false;
   }
 }
@@ -215,7 +217,8 @@ void CpuBackend::compute(Graph& graph) {
 
   // The mul_mat_id nodes whose weights the pager holds (and where their experts are), and the
   // prefetch nodes it takes as hints.
-  std::vector<char> paged(nodes.size(), 0), hint(nodes.size(), 0);
+  std::vector<char> paged(nodes.size(), 0), hint(nodes.size(), 0), exchange(nodes.size(), 0);
+  for (size_t i = 0; i < nodes.size(); ++i) exchange[i] = nodes[i]->op == Op::kExpertExchange;
   if (pager_)
     for (size_t i = 0; i < nodes.size(); ++i) {
       const bool pages =
@@ -246,13 +249,16 @@ void CpuBackend::compute(Graph& graph) {
       if (paged[i]) acquire_experts(*nodes[i], slices);
       if (hint[i]) prefetch_experts(*nodes[i]);
       th.expert_slices = paged[i] ? slices.data() : nullptr;
-      cpu_run_node(*nodes[i], th);
+      if (exchange[i])
+        exchange_rows(*nodes[i]);
+      else
+        cpu_run_node(*nodes[i], th);
       if (timed) profile_.run[i] = seconds_since(start);
     }
     return;
   }
   std::vector<char> need_barrier = barriers_needed(graph, team);
-  for (size_t i = 0; i < nodes.size(); ++i) need_barrier[i] |= paged[i];  // the pager reads the ids
+  for (size_t i = 0; i < nodes.size(); ++i) need_barrier[i] |= paged[i] | exchange[i];  // reading what came before
   for (char b : need_barrier) last_barriers_ += b;
   std::exception_ptr failed;  // what the pager threw, on thread 0
   std::unique_ptr<CpuBarrier> barrier;
@@ -285,6 +291,20 @@ void CpuBackend::compute(Graph& graph) {
         if (failed) break;
       }
       if (hint[i] && th.ith == 0) prefetch_experts(*n);  // returns at once: no one waits for it
+      if (exchange[i]) {
+        const Clock::time_point start = profiling ? Clock::now() : Clock::time_point{};
+        if (th.ith == 0) {
+          try {
+            exchange_rows(*n);
+          } catch (...) {
+            failed = std::current_exception();
+          }
+        }
+        if (profiling) profile_.run[i * team + th.ith] = seconds_since(start);
+        th.barrier();  // the rows are complete, or the exchange failed: every thread stops
+        if (failed) break;
+        continue;
+      }
       th.expert_slices = paged[i] ? slices.data() : nullptr;
       const Clock::time_point start = profiling ? Clock::now() : Clock::time_point{};
       cpu_run_node(*n, th);
@@ -299,14 +319,15 @@ void CpuBackend::compute(Graph& graph) {
 
 namespace {
 
-// The distinct slices (experts) of w that ids i32 [k, T] name, in the order first named.
-std::vector<int32_t> distinct_ids(const Tensor& w, const Tensor& ids) {
+// The distinct slices (experts) of w within `only` that ids i32 [k, T] name, in the order first
+// named.
+std::vector<int32_t> distinct_ids(const Tensor& w, const Tensor& ids, ExpertRange only = {}) {
   const int64_t E = w.ne[2];
   std::vector<char> named(static_cast<size_t>(E), 0);
   std::vector<int32_t> used;
   for (int64_t t = 0; t < ids.ne[1]; ++t)
     for (int64_t i = 0; i < ids.ne[0]; ++i)
-      if (const int32_t e = ids.i32_row(t)[i]; e >= 0 && e < E && !named[e]) {
+      if (const int32_t e = ids.i32_row(t)[i]; e >= 0 && e < E && only.holds(e, E) && !named[e]) {
         named[e] = 1;
         used.push_back(e);
       }
@@ -319,7 +340,15 @@ std::vector<int32_t> distinct_ids(const Tensor& w, const Tensor& ids) {
 void CpuBackend::acquire_experts(const Tensor& node, std::vector<const uint8_t*>& slices) const {
   const Tensor& w = *node.src[0];
   slices.assign(static_cast<size_t>(w.ne[2]), nullptr);
-  pager_->acquire(w, distinct_ids(w, *node.src[2]), slices);
+  pager_->acquire(w, distinct_ids(w, *node.src[2], expert_range(node)), slices);
+}
+
+void CpuBackend::exchange_rows(const Tensor& node) const {
+  if (!exchange_) fail("expert_exchange: the graph exchanges expert rows, but no exchange was given to the backend");
+  const Tensor& rows = *node.src[0];
+  std::memcpy(node.data, rows.data, static_cast<size_t>(node.n_elements()) * sizeof(float));
+  Tensor& out = const_cast<Tensor&>(node);  // the node's own bytes, planned for it
+  exchange_->exchange(out, *node.src[1], expert_range(node), exchange_experts(node));
 }
 
 void CpuBackend::prefetch_experts(const Tensor& node) const {

@@ -10,13 +10,15 @@
 // fixed key positions (cpu/simd/attention_merge.h). A mul_mat_id whose weights a pager holds
 // (use_paged_weights) runs after thread 0 has asked the pager for the experts its ids name, the
 // team meeting before and after; thread 0 hands a prefetch node's ids to the pager, and the team
-// does not wait for it.
+// does not wait for it. Thread 0 alone runs an expert_exchange node (use_expert_exchange), the
+// team meeting before and after it.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "ggml-like/backend/backend.h"
+#include "ggml-like/backend/expert_exchange.h"
 #include "ggml-like/backend/paged_weights.h"
 #include "ggml-like/cpu/cpu_profile.h"
 #include "ggml-like/cpu/repacked_weights.h"
@@ -41,6 +43,7 @@ class CpuBackend final : public Backend {
                                                          const std::function<void(size_t)>& on_copied) override;
   void use_prepared_weights(std::shared_ptr<const PreparedWeights> prepared) override;
   void use_paged_weights(std::shared_ptr<PagedWeights> pager) override { pager_ = std::move(pager); }
+  void use_expert_exchange(std::shared_ptr<ExpertExchange> exchange) override { exchange_ = std::move(exchange); }
 
   int n_threads() const { return n_threads_; }
   int last_threads() const { return last_threads_; }  // threads the last graph ran on
@@ -65,10 +68,12 @@ class CpuBackend final : public Backend {
   std::vector<char> barriers_needed(const Graph& graph, int n_threads) const;
   void acquire_experts(const Tensor& node, std::vector<const uint8_t*>& slices) const;
   void prefetch_experts(const Tensor& node) const;
+  void exchange_rows(const Tensor& node) const;  // an expert_exchange node, on one thread
 
   int n_threads_;
   std::shared_ptr<const RepackedWeights> repacked_;
   std::shared_ptr<PagedWeights> pager_;
+  std::shared_ptr<ExpertExchange> exchange_;
   PlanCache plans_;
   Buffer arena_;
   size_t arena_size_ = 0;

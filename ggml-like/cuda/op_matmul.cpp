@@ -133,6 +133,7 @@ bool supports_matmul(const Tensor& node) {
       if (w->type == Type::F32 && !f32_rows(w)) return false;       // read in place by cuBLAS
       break;
     case Op::kMulMatId: {
+      if (!expert_range(node).all(w->ne[2])) return false;  // part of the experts: the CPU's (expert parallelism)
       const Tensor* ids = node.src[2];
       return decodable(*w, w->ne[0]) && ids && ids->type == Type::I32 && ids->rows_contiguous() &&
              fits_int(ids->ne[0] * ids->ne[1]);

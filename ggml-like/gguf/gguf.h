@@ -129,6 +129,11 @@ class GgufFile {
   // whole pages inside them leave the process's memory (the page cache may keep them; a later
   // read maps them back in). Nothing for a file parsed from memory.
   void release(const TensorInfo& t) const;
+  // Tells the system that t's bytes are read rarely and at random (an expert cache reads them
+  // itself): no read-ahead there, and the mapping's whole pages inside them become a region of
+  // their own, which the kernel's fault-around (mapping a faulting page's cached neighbours) does
+  // not cross. Nothing for a file parsed from memory.
+  void advise_random(const TensorInfo& t) const;
   // What every reader of this file's metadata sees for `key` from now on (llama.cpp's
   // --override-kv); the file itself is not changed.
   void override_metadata(std::string key, Value value) { metadata_.set(std::move(key), std::move(value)); }

@@ -202,12 +202,23 @@ GgufFile::GgufFile(FromMemory, std::string name, const uint8_t* data, size_t siz
   parse();
 }
 
-void GgufFile::release(const TensorInfo& t) const {
-  if (!owns_mapping_ || !t.data || t.nbytes == 0) return;
+namespace {
+// madvise over the whole pages inside t's bytes.
+void advise_pages_of(const TensorInfo& t, int advice) {
+  if (!t.data || t.nbytes == 0) return;
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto begin = reinterpret_cast<uintptr_t>(t.data), end = begin + t.nbytes;
   const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
-  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, advice);
+}
+}  // namespace
+
+void GgufFile::release(const TensorInfo& t) const {
+  if (owns_mapping_) advise_pages_of(t, MADV_DONTNEED);
+}
+
+void GgufFile::advise_random(const TensorInfo& t) const {
+  if (owns_mapping_) advise_pages_of(t, MADV_RANDOM);
 }
 
 std::unique_ptr<GgufFile> GgufFile::from_memory(std::string name, const void* data, size_t size) {

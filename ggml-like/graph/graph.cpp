@@ -228,7 +228,7 @@ Tensor* Graph::mul_mat_t(Tensor* w, Tensor* x) {
                   {w, x});
 }
 
-Tensor* Graph::mul_mat_id(Tensor* w, Tensor* x, Tensor* ids) {
+Tensor* Graph::mul_mat_id(Tensor* w, Tensor* x, Tensor* ids, ExpertRange only) {
   require_weight(Op::kMulMatId, *w);
   require(w->nb[1] == row_bytes(w->type, w->ne[0]), Op::kMulMatId, "expects packed weight rows", *w);
   require(w->ne[3] == 1, Op::kMulMatId, "expects [K, N, experts]", *w);
@@ -241,7 +241,28 @@ Tensor* Graph::mul_mat_id(Tensor* w, Tensor* x, Tensor* ids) {
     fail("mul_mat_id: activations {} do not match ids {}", shape_string(*x), shape_string(*ids));
   if (x->ne[2] != ids->ne[1])
     fail("mul_mat_id: activations {} and ids {} differ in tokens", shape_string(*x), shape_string(*ids));
-  return new_node(Op::kMulMatId, Type::F32, {w->ne[1], ids->ne[0], ids->ne[1], 1}, {w, x, ids});
+  if (only.first < 0 || (only.end >= 0 && only.end < only.first))
+    fail("mul_mat_id: experts [{}, {}) are not a range", only.first, only.end);
+  Tensor* t = new_node(Op::kMulMatId, Type::F32, {w->ne[1], ids->ne[0], ids->ne[1], 1}, {w, x, ids});
+  t->params[1].i = only.first;
+  t->params[2].i = only.end;
+  return t;
+}
+
+Tensor* Graph::expert_exchange(Tensor* rows, Tensor* ids, ExpertRange computed, int64_t n_expert) {
+  require_f32_rows(Op::kExpertExchange, *rows);
+  require(rows->is_contiguous(), Op::kExpertExchange, "expects packed rows", *rows);
+  require_i32(Op::kExpertExchange, *ids);
+  require(ids->rows_contiguous(), Op::kExpertExchange, "expects contiguous ids", *ids);
+  if (rows->ne[1] != ids->ne[0] || rows->ne[2] != ids->ne[1] || rows->ne[3] != 1)
+    fail("expert_exchange: rows {} do not match ids {}", shape_string(*rows), shape_string(*ids));
+  if (n_expert <= 0 || computed.first < 0 || (computed.end >= 0 && computed.end < computed.first))
+    fail("expert_exchange: experts [{}, {}) of {} are not a range", computed.first, computed.end, n_expert);
+  Tensor* t = new_node(Op::kExpertExchange, Type::F32, {rows->ne[0], rows->ne[1], rows->ne[2], 1}, {rows, ids});
+  t->params[1].i = computed.first;
+  t->params[2].i = computed.end;
+  t->params[3].i = static_cast<int32_t>(n_expert);
+  return t;
 }
 
 Tensor* Graph::prefetch(Tensor* w, Tensor* ids) {
@@ -316,6 +337,10 @@ ActivationPrecision activation_precision(const Tensor& product) {
   return product.op == Op::kMulMatId ? ActivationPrecision::kCoarse
                                      : static_cast<ActivationPrecision>(product.params[0].i);
 }
+
+ExpertRange expert_range(const Tensor& t) { return {t.params[1].i, t.params[2].i}; }
+
+int64_t exchange_experts(const Tensor& t) { return t.params[3].i; }
 
 Tensor* Graph::concat(Tensor* a, Tensor* b, int dim) {
   require_f32_rows(Op::kConcat, *a);

@@ -41,6 +41,15 @@ struct RopeParams {
 // tolerable. mul_mat_id products are always kCoarse.
 enum class ActivationPrecision : int32_t { kFine = 0, kCoarse = 1 };
 
+// The experts [first, end) of a mul_mat_id's weights that this process computes (expert
+// parallelism: other processes compute the rest); end < 0: through the last.
+struct ExpertRange {
+  int32_t first = 0;
+  int32_t end = -1;
+  bool holds(int64_t e, int64_t n_expert) const { return e >= first && e < (end < 0 ? n_expert : end); }
+  bool all(int64_t n_expert) const { return first == 0 && (end < 0 || end >= n_expert); }
+};
+
 struct TopKParams {
   int k = 1;
   int n_groups = 1;       // > 1: group-limited selection (experts split into equal groups)
@@ -88,8 +97,14 @@ class Graph {
   // w [N, K, W2, W3] used transposed, x f32 [K, M, X2, X3] -> f32 [N, M, B2, B3].
   Tensor* mul_mat_t(Tensor* w, Tensor* x);
   // w [K, N, E], x f32 [K, S, T] (S == 1 or k), ids i32 [k, T] -> f32 [N, k, T]:
-  // out[:, i, t] = w[:, :, ids[i, t]] x[:, i % S, t].
-  Tensor* mul_mat_id(Tensor* w, Tensor* x, Tensor* ids);
+  // out[:, i, t] = w[:, :, ids[i, t]] x[:, i % S, t], for the pairs whose expert lies in `only`;
+  // the other rows are left unwritten (for an expert_exchange to fill).
+  Tensor* mul_mat_id(Tensor* w, Tensor* x, Tensor* ids, ExpertRange only = {});
+  // rows f32 [N, k, T], a mul_mat_id's result over ids i32 [k, T] with E experts whose rows for
+  // experts in `computed` this process computed -> f32 [N, k, T], every row: the backend's
+  // ExpertExchange (backend/expert_exchange.h) sends this process's rows to the other processes
+  // and receives theirs.
+  Tensor* expert_exchange(Tensor* rows, Tensor* ids, ExpertRange computed, int64_t n_expert);
   // a f32 [D, H, T], positions i32 [T], optional per-pair frequency divisors f32 [n_rot / 2].
   Tensor* rope(Tensor* a, Tensor* positions, const RopeParams& p, Tensor* freq_factors = nullptr);
   // a f32 [E, T] -> i32 [k, T], largest first (ties: lower index first).
@@ -154,5 +169,9 @@ RopeArgs rope_args(const Tensor& t);
 TopKParams top_k_params(const Tensor& t);
 // The activation precision a kMulMat / kMulMatId tensor allows.
 ActivationPrecision activation_precision(const Tensor& product);
+// The experts a kMulMatId tensor computes, or a kExpertExchange tensor's process computed.
+ExpertRange expert_range(const Tensor& t);
+// A kExpertExchange tensor's number of experts.
+int64_t exchange_experts(const Tensor& t);
 
 }  // namespace ggl

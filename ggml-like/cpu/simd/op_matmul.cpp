@@ -308,6 +308,7 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
   const int64_t K = w.ne[0], N = w.ne[1], E = w.ne[2];
   const int64_t k_used = ids.ne[0], T = ids.ne[1], S = x.ne[1];
   const IdLayout l = id_layout(dst, th.batch_invariant);
+  const ExpertRange only = expert_range(dst);  // the others' rows stay unwritten
   if (l.gemm) count_path(path_of(*l.gemm), th);
   uint8_t* columns = th.work;  // column (slot s, token t) at s + S * t
   if (l.gemm)
@@ -324,7 +325,7 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < k_used; ++i) {
       const int32_t e = ids.i32_row(t)[i];
-      if (e >= 0 && e < E) ++start[e + 1];
+      if (e >= 0 && e < E && only.holds(e, E)) ++start[e + 1];
     }
   for (int64_t e = 0; e < E; ++e) start[e + 1] += start[e];
   int32_t* fill = start + E + 1;
@@ -332,7 +333,7 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < k_used; ++i) {
       const int32_t e = ids.i32_row(t)[i];
-      if (e >= 0 && e < E) pairs[fill[e]++] = static_cast<int32_t>(i + k_used * t);
+      if (e >= 0 && e < E && only.holds(e, E)) pairs[fill[e]++] = static_cast<int32_t>(i + k_used * t);
     }
 
   const size_t rb = row_bytes(w.type, K);

@@ -24,38 +24,16 @@
 #include "ggml-like/cpu/cpu_backend.h"
 #include "ggml-like/graph/graph.h"
 #include "ggml-like/quant/quant.h"
+#include "tests/support/routed_experts.h"
 
 namespace test_paged_weights {
 
 using ggl::Graph;
 using ggl::Tensor;
 using ggl::Type;
-
-// Stacked expert weights [K, N, E] of one type: the real bytes, and a copy of the same size full
-// of NaN bit patterns for the leaf.
-struct Stack {
-  Type type;
-  int64_t K, N, E;
-  std::vector<uint8_t> real, poison;
-  size_t slice_bytes() const { return ggl::row_bytes(type, K) * static_cast<size_t>(N); }
-};
-Stack make_stack(Type type, int64_t K, int64_t N, int64_t E, uint32_t seed) {
-  Stack s{type, K, N, E, {}, {}};
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 0.1f);
-  std::vector<float> row(static_cast<size_t>(K));
-  const size_t rb = ggl::row_bytes(type, K);
-  s.real.resize(rb * static_cast<size_t>(N * E));
-  for (int64_t r = 0; r < N * E; ++r) {
-    for (float& v : row) v = normal(rng);
-    if (type == Type::F32)
-      std::memcpy(s.real.data() + r * rb, row.data(), rb);
-    else
-      ggl::quantize_row(type, row.data(), s.real.data() + r * rb, K);
-  }
-  s.poison.assign(s.real.size(), 0xFF);  // 0xFFFF: a NaN as fp16 scale, as float bits too
-  return s;
-}
+using latte::testing::Experts;
+using latte::testing::same_bits;
+using latte::testing::Stack;
 
 // Gives out each paged leaf's slices from copies of its own, and records what it was asked for.
 class TestPager final : public ggl::PagedWeights {
@@ -95,52 +73,6 @@ class TestPager final : public ggl::PagedWeights {
   std::map<const uint8_t*, std::vector<std::vector<uint8_t>>> slices_;
   int fail_at_call_ = -1;
 };
-
-// The routed experts of T tokens, k_used of E each: down(swiglu(gate x, up x)).
-struct Experts {
-  int64_t K = 256, F = 256, E = 6, k_used = 2, T;
-  Type type;
-  Stack gate, up, down;
-  std::vector<float> x;
-  std::vector<int32_t> ids;
-  Experts(Type t, int64_t tokens)
-      : T(tokens),
-        type(t),
-        gate(make_stack(t, K, F, E, 1)),
-        up(make_stack(t, K, F, E, 2)),
-        down(make_stack(t, F, K, E, 3)) {
-    std::mt19937 rng(4);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    x.resize(static_cast<size_t>(K * T));
-    for (float& v : x) v = normal(rng);
-    // Experts 0..E-2 only (E-1 is never named), two different ones per token.
-    for (int64_t t = 0; t < T; ++t) {
-      ids.push_back(static_cast<int32_t>(t % (E - 1)));
-      ids.push_back(static_cast<int32_t>((t + 2) % (E - 1)));
-    }
-  }
-  std::set<int32_t> named() const { return {ids.begin(), ids.end()}; }
-
-  // Runs the block on `backend`, the leaves on the real weights or on the poisoned ones.
-  std::vector<float> run(ggl::CpuBackend& backend, bool poisoned) {
-    Graph g;
-    const auto leaf = [&](Stack& s, const char* name) {
-      return g.external(s.type, std::vector<int64_t>{s.K, s.N, s.E}, poisoned ? s.poison.data() : s.real.data(), name);
-    };
-    Tensor* xt = g.external(Type::F32, std::vector<int64_t>{K, 1, T}, x.data(), "x");
-    Tensor* it = g.external(Type::I32, std::vector<int64_t>{k_used, T}, ids.data(), "ids");
-    Tensor* h = g.swiglu(g.mul_mat_id(leaf(gate, "gate_exps"), xt, it), g.mul_mat_id(leaf(up, "up_exps"), xt, it));
-    Tensor* out = g.mul_mat_id(leaf(down, "down_exps"), h, it);
-    g.mark_output(out);
-    backend.compute(g);
-    const auto* p = static_cast<const float*>(out->data);
-    return {p, p + out->n_elements()};
-  }
-};
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 TEST(PagedWeights, ExpertsAreReadWhereThePagerPutsThem) {
   for (Type type : {Type::Q4_0, Type::Q4_K, Type::F32})

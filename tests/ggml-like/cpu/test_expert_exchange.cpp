@@ -1,0 +1,165 @@
+// Expert parallelism on the CPU backend (backend/expert_exchange.h): a routed-expert block whose
+// products compute only the pairs routed to one rank's range of experts, completed by an
+// expert_exchange node. An exchange standing in for the other ranks fills the other rows from the
+// whole block's result; every rank's result must then equal the whole block's bit for bit (one
+// thread and a team, decode and prefill, three weight types, 1 to 4 ranks), the rows the rank
+// computed must already be the whole block's, and a pager must be asked only for the rank's
+// experts. An exchange that fails stops the graph with its error; a graph with an exchange node
+// but no exchange given is an error, not garbage.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ggml-like/backend/expert_exchange.h"
+#include "ggml-like/backend/paged_weights.h"
+#include "ggml-like/core/error.h"
+#include "ggml-like/cpu/cpu_backend.h"
+#include "tests/support/routed_experts.h"
+
+namespace test_expert_exchange {
+
+using latte::testing::Experts;
+using latte::testing::same_bits;
+
+// The other ranks, played from the whole block's result: rows outside `computed` are copied from
+// it; the rows inside must already hold it.
+class WholeResultExchange final : public ggl::ExpertExchange {
+ public:
+  explicit WholeResultExchange(std::vector<float> whole) : whole_(std::move(whole)) {}
+  void exchange(ggl::Tensor& rows, const ggl::Tensor& ids, ggl::ExpertRange computed, int64_t n_expert) override {
+    ++calls;
+    const int64_t D = rows.ne[0], k = ids.ne[0];
+    auto* data = static_cast<float*>(rows.data);
+    for (int64_t t = 0; t < ids.ne[1]; ++t)
+      for (int64_t i = 0; i < k; ++i) {
+        float* row = data + (i + k * t) * D;
+        const float* want = whole_.data() + (i + k * t) * D;
+        if (computed.holds(ids.i32_row(t)[i], n_expert))
+          own_rows_right +=
+              std::equal(row, row + D, want, [](float a, float b) { return std::memcmp(&a, &b, 4) == 0; });
+        else
+          std::copy(want, want + D, row);
+        own_rows += computed.holds(ids.i32_row(t)[i], n_expert);
+      }
+  }
+  int calls = 0;
+  int own_rows = 0, own_rows_right = 0;
+
+ private:
+  std::vector<float> whole_;
+};
+
+// Rank r of n: experts [r E / n, (r + 1) E / n).
+ggl::ExpertRange range_of(int64_t E, int r, int n) {
+  return {static_cast<int32_t>(E * r / n), static_cast<int32_t>(E * (r + 1) / n)};
+}
+
+TEST(ExpertExchange, RanksTogetherGiveTheWholeResult) {
+  for (ggl::Type type : {ggl::Type::Q4_0, ggl::Type::Q4_K, ggl::Type::F32})
+    for (int64_t tokens : {1, 40})
+      for (int threads : {1, 2}) {
+        Experts ex(type, tokens);
+        ggl::CpuBackend plain(threads);
+        const std::vector<float> whole = ex.run(plain, false);
+        ASSERT_TRUE(std::all_of(whole.begin(), whole.end(), [](float v) { return std::isfinite(v); }));
+        for (int ranks = 2; ranks <= 4; ++ranks)
+          for (int r = 0; r < ranks; ++r) {
+            SCOPED_TRACE(std::string(ggl::type_name(type)) + ", " + std::to_string(tokens) + " tokens, " +
+                         std::to_string(threads) + " threads, rank " + std::to_string(r) + " of " +
+                         std::to_string(ranks));
+            auto exchange = std::make_shared<WholeResultExchange>(whole);
+            ggl::CpuBackend backend(threads);
+            backend.use_expert_exchange(exchange);
+            EXPECT_TRUE(same_bits(ex.run(backend, false, range_of(ex.E, r, ranks)), whole));
+            EXPECT_EQ(exchange->calls, 1);
+            EXPECT_EQ(exchange->own_rows_right, exchange->own_rows) << "the rank's own rows, as the whole block's";
+          }
+      }
+}
+
+// Gives out the real slices of the experts it is asked for, and records them.
+class RecordingPager final : public ggl::PagedWeights {
+ public:
+  explicit RecordingPager(const Experts& ex) {
+    for (const latte::testing::Stack* s : {&ex.gate, &ex.up, &ex.down}) stacks_[s->poison.data()] = s;
+  }
+  bool pages(const ggl::Tensor& leaf) const override {
+    return stacks_.count(static_cast<const uint8_t*>(leaf.data)) > 0;
+  }
+  void acquire(const ggl::Tensor& leaf, std::span<const int32_t> used, std::span<const uint8_t*> at) override {
+    const latte::testing::Stack& s = *stacks_.at(static_cast<const uint8_t*>(leaf.data));
+    for (int32_t e : used) {
+      asked.push_back(e);
+      at[e] = s.real.data() + static_cast<size_t>(e) * s.slice_bytes();
+    }
+  }
+  std::vector<int32_t> asked;
+
+ private:
+  std::map<const uint8_t*, const latte::testing::Stack*> stacks_;
+};
+
+TEST(ExpertExchange, APagerIsAskedOnlyForTheRanksExperts) {
+  for (int threads : {1, 2}) {
+    Experts ex(ggl::Type::Q4_0, 40);
+    ggl::CpuBackend plain(threads);
+    const std::vector<float> whole = ex.run(plain, false);
+    const ggl::ExpertRange own = range_of(ex.E, 1, 3);  // experts 2 and 3
+    auto pager = std::make_shared<RecordingPager>(ex);
+    ggl::CpuBackend backend(threads);
+    backend.use_paged_weights(pager);
+    backend.use_expert_exchange(std::make_shared<WholeResultExchange>(whole));
+    EXPECT_TRUE(same_bits(ex.run(backend, true, own), whole)) << "the pager's slices, not the leaves' NaNs";
+    ASSERT_FALSE(pager->asked.empty());
+    for (int32_t e : pager->asked) EXPECT_TRUE(own.holds(e, ex.E)) << "expert " << e << " is another rank's";
+  }
+}
+
+class FailingExchange final : public ggl::ExpertExchange {
+ public:
+  void exchange(ggl::Tensor&, const ggl::Tensor&, ggl::ExpertRange, int64_t) override {
+    ggl::fail("rank 1 did not answer (test)");
+  }
+};
+
+TEST(ExpertExchange, AFailingExchangeStopsTheGraphWithItsError) {
+  for (int threads : {1, 2}) {
+    Experts ex(ggl::Type::Q4_0, 40);
+    ggl::CpuBackend backend(threads);
+    backend.use_expert_exchange(std::make_shared<FailingExchange>());
+    try {
+      ex.run(backend, false, range_of(ex.E, 0, 2));
+      ADD_FAILURE() << "the graph ran through a failed exchange";
+    } catch (const ggl::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("rank 1 did not answer"), std::string::npos) << e.what();
+    }
+    ggl::CpuBackend plain(threads);
+    EXPECT_TRUE(same_bits(ex.run(backend, false), ex.run(plain, false))) << "the backend computes the next graph";
+  }
+}
+
+TEST(ExpertExchange, WithoutAnExchangeAGraphThatNeedsOneIsAnError) {
+  Experts ex(ggl::Type::F32, 3);
+  ggl::CpuBackend backend(1);
+  EXPECT_THROW(ex.run(backend, false, range_of(ex.E, 0, 2)), ggl::Error);
+}
+
+TEST(ExpertExchange, TheGraphChecksRangesAndShapes) {
+  ggl::Graph g;
+  std::vector<float> rows(4 * 2 * 3);
+  std::vector<int32_t> ids(2 * 3), wrong(3 * 3);
+  ggl::Tensor* r = g.external(ggl::Type::F32, std::vector<int64_t>{4, 2, 3}, rows.data(), "rows");
+  ggl::Tensor* i = g.external(ggl::Type::I32, std::vector<int64_t>{2, 3}, ids.data(), "ids");
+  ggl::Tensor* w = g.external(ggl::Type::I32, std::vector<int64_t>{3, 3}, wrong.data(), "wrong");
+  EXPECT_NO_THROW(g.expert_exchange(r, i, {0, 4}, 8));
+  EXPECT_THROW(g.expert_exchange(r, w, {0, 4}, 8), ggl::Error);  // rows [4, 2, 3], ids [3, 3]
+  EXPECT_THROW(g.expert_exchange(r, i, {5, 4}, 8), ggl::Error);  // not a range
+  EXPECT_THROW(g.expert_exchange(r, i, {0, 4}, 0), ggl::Error);  // no experts
+}
+
+}  // namespace test_expert_exchange
