@@ -190,7 +190,8 @@ ggl::Tensor* build_deepseek2(const ForwardContext& c) {
   const Hparams& hp = c.hp;
   const ModelWeights& w = c.weights;
   const MlaRope rope = mla_rope(hp);
-  const bool paged = c.model.expert_pager() != nullptr;  // routed experts read from the file: pre-gate them
+  // Routed experts read from the file as they are needed: pre-gate them.
+  const bool paged = c.model.expert_pager() && !c.model.expert_pager()->preloaded();
 
   ggl::Tensor* x = g.get_rows(weight(g, w.token_embd), c.tokens);
   for (int64_t il = 0; il < hp.n_layer; ++il) {
@@ -232,7 +233,7 @@ ggl::Tensor* build_deepseek2(const ForwardContext& c) {
     if (paged && il + 1 < hp.n_layer && w.layers[il + 1].is_moe())
       next = NextExperts{g.mul(normed, weight(g, w.layers[il + 1].ffn_norm)), &w.layers[il + 1]};
     if (next && !l.is_moe()) prefetch_experts(g, *next, hp.moe);
-    ggl::Tensor* ffn = l.is_moe() ? moe_ffn(g, h, l, hp.moe, next ? &*next : nullptr)
+    ggl::Tensor* ffn = l.is_moe() ? moe_ffn(g, h, l, hp.moe, next ? &*next : nullptr, c.model.own_experts())
                                   : swiglu_ffn(g, h, l.ffn_gate, l.ffn_up, l.ffn_down);
     x = g.add(x, ffn);
   }

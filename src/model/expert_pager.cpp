@@ -16,6 +16,7 @@
 #include <exception>
 
 #include "ggml-like/core/error.h"
+#include "src/model/resident_memory.h"
 
 namespace latte {
 namespace {
@@ -76,6 +77,7 @@ ExpertPager::ExpertPager(const ggl::GgufFile& file, const ModelWeights& weights,
         layer.parts[p] = {file.data_offset() + parts[p]->offset,
                           parts[p]->nbytes / static_cast<size_t>(layer.n_expert)};
         leaves_[parts[p]->data] = {static_cast<int>(l), p};
+        file.advise_random(*parts[p]);  // read through the mapping only where no slot is free
         // A slice's start may fall anywhere in a block: room for one more block before it.
         part_capacity_[p] = std::max(part_capacity_[p], round_up(layer.parts[p].slice_bytes) + kAlign);
       }
@@ -85,7 +87,10 @@ ExpertPager::ExpertPager(const ggl::GgufFile& file, const ModelWeights& weights,
   }
   if (leaves_.empty()) ggl::fail("{}: no routed experts to page", path_);
   slot_bytes_ = part_capacity_[0] + part_capacity_[1] + part_capacity_[2];
-  const size_t slots = cache_bytes / slot_bytes_;
+  size_t owned = 0;  // slots that can ever be used
+  for (const Layer& l : layers_)
+    for (int64_t e = 0; e < l.n_expert; ++e) owned += options_.owned.holds(e, l.n_expert);
+  const size_t slots = std::min(cache_bytes / slot_bytes_, owned);
   if (slots > 0) {
     // Populated now: pages first touched by the reads would each be taken, in a memory cgroup near
     // its limit, from reclaim in the middle of a token (measured: the reads ran at a third of the
@@ -369,7 +374,8 @@ void ExpertPager::prefetch(const ggl::Tensor& leaf, std::span<const int32_t> lik
     collect_finished();
     check_unchanged();  // else the layer's acquire names the change
     for (const int32_t e : guess) {
-      if (e < 0 || e >= layers_[static_cast<size_t>(layer)].n_expert) continue;
+      const int64_t n_expert = layers_[static_cast<size_t>(layer)].n_expert;
+      if (e < 0 || e >= n_expert || !options_.owned.holds(e, n_expert)) continue;
       if (const auto found = where_.find(layer * key_stride_ + e); found != where_.end()) {
         slot_[static_cast<size_t>(found->second)].last_use = clock_;  // not a victim for the others
         continue;
@@ -382,6 +388,25 @@ void ExpertPager::prefetch(const ggl::Tensor& leaf, std::span<const int32_t> lik
   } catch (const std::exception&) {
     // A hint that cannot be taken is no error: the layer's acquire reads what it needs, or fails.
   }
+}
+
+bool ExpertPager::load_owned() {
+  std::vector<std::pair<int, int64_t>> owned;  // (layer, expert)
+  for (size_t l = 0; l < layers_.size(); ++l)
+    for (int64_t e = 0; e < layers_[l].n_expert; ++e)
+      if (options_.owned.holds(e, layers_[l].n_expert)) owned.emplace_back(static_cast<int>(l), e);
+  if (owned.size() > slot_.size()) return false;
+  std::vector<Slot*> reading;
+  for (size_t i = 0; i < owned.size(); ++i)
+    if (!where_.count(owned[i].first * key_stride_ + owned[i].second))
+      reading.push_back(&queue_read(slot_[i], owned[i].first, owned[i].second, false));
+  wait_for(reading);
+  preloaded_ = true;
+  return true;
+}
+
+size_t ExpertPager::resident_bytes() const {
+  return slot_.empty() ? 0 : resident_in_memory(buffer_.get(), slot_.size() * slot_bytes_);
 }
 
 ExpertPager::Stats ExpertPager::stats() const {

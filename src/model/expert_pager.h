@@ -36,6 +36,7 @@
 
 #include "ggml-like/backend/paged_weights.h"
 #include "ggml-like/gguf/gguf.h"
+#include "ggml-like/graph/graph.h"
 #include "src/model/weights.h"
 
 namespace latte {
@@ -79,13 +80,17 @@ class ExpertPager final : public ggl::PagedWeights {
     Eviction eviction = Eviction::kLeastFrequent;
     double half_life_steps = 8;
     bool prefetch = true;  // read the guessed experts ahead (else prefetch hints are ignored)
+    // The experts of each layer it may read (expert parallelism: this rank's share); the cache
+    // has no more slots than they take.
+    ggl::ExpertRange owned{};
     // LATTE_EXPERT_EVICTION=lru|lfu and LATTE_EXPERT_PREFETCH=0|1 over the defaults, for
     // measuring one against the other (docs/memory-budget.md). Throws ggl::Error on other values.
     static Options from_environment();
   };
 
-  // cache_bytes: what the slots may take (whole experts; at least one). Throws ggl::Error when
-  // the file cannot be opened or the model has no routed experts.
+  // cache_bytes: what the slots may take (whole experts; at least one), at most the owned
+  // experts' slots. Throws ggl::Error when the file cannot be opened or the model has no routed
+  // experts.
   ExpertPager(const ggl::GgufFile& file, const ModelWeights& weights, size_t cache_bytes,
               Options options = Options::from_environment());
   ~ExpertPager() override;
@@ -95,6 +100,14 @@ class ExpertPager final : public ggl::PagedWeights {
   bool holds(const void* data) const { return leaves_.count(data) > 0; }
   void acquire(const ggl::Tensor& leaf, std::span<const int32_t> used, std::span<const uint8_t*> at) override;
   void prefetch(const ggl::Tensor& leaf, std::span<const int32_t> likely) override;
+
+  // Reads every owned expert of every layer into the slots and waits, when the slots hold them all
+  // (else reads nothing and returns false): a rank of an expert-parallel job holds its share from
+  // the start, and never reads during a step. Throws ggl::Error naming a read that failed.
+  bool load_owned();
+  bool preloaded() const { return preloaded_; }  // load_owned read them all: nothing is ever read later
+  // The bytes of the slots resident in this process's memory (the kernel's page table).
+  size_t resident_bytes() const;
 
   int64_t slots() const { return static_cast<int64_t>(slot_.size()); }
   size_t slot_bytes() const { return slot_bytes_; }
@@ -188,6 +201,7 @@ class ExpertPager final : public ggl::PagedWeights {
   uint64_t next_ticket_ = 0;
   Stats stats_;  // the computing thread's counts (not bytes_read, read_seconds)
   GuessFn guess_for_testing_;
+  bool preloaded_ = false;
 
   // Shared with the reading thread, under mutex_.
   mutable std::mutex mutex_;

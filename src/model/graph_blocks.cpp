@@ -47,7 +47,7 @@ void prefetch_experts(ggl::Graph& g, const NextExperts& next, const MoeConfig& m
 }
 
 ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const MoeConfig& moe,
-                     const NextExperts* next) {
+                     const NextExperts* next, ggl::ExpertRange own) {
   const int64_t E = moe.n_expert, k = moe.n_expert_used, T = x->ne[1], D = x->ne[0];
   const Routing routing = route(g, x, l, moe);
   routing.logits->name = kMoeRouterLogits;
@@ -62,10 +62,11 @@ ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const
   if (moe.weights_scale != 1.0f) w = g.scale(w, moe.weights_scale);
 
   ggl::Tensor* x3 = g.reshape(x, {D, 1, T, 1});
-  ggl::Tensor* gate = g.mul_mat_id(weight(g, l.ffn_gate_exps), x3, ids);  // [F, k, T]
-  if (next) prefetch_experts(g, *next, moe);                              // after this layer's experts are in place
-  ggl::Tensor* up = g.mul_mat_id(weight(g, l.ffn_up_exps), x3, ids);
-  ggl::Tensor* down = g.mul_mat_id(weight(g, l.ffn_down_exps), g.swiglu(gate, up), ids);  // [D, k, T]
+  ggl::Tensor* gate = g.mul_mat_id(weight(g, l.ffn_gate_exps), x3, ids, own);  // [F, k, T]
+  if (next) prefetch_experts(g, *next, moe);  // after this layer's experts are in place
+  ggl::Tensor* up = g.mul_mat_id(weight(g, l.ffn_up_exps), x3, ids, own);
+  ggl::Tensor* down = g.mul_mat_id(weight(g, l.ffn_down_exps), g.swiglu(gate, up), ids, own);  // [D, k, T]
+  if (!own.all(E)) down = g.expert_exchange(down, ids, own, E);                                // the other ranks' rows
   ggl::Tensor* weighted = g.mul(down, w);
 
   // Sum over the k chosen experts.

@@ -1,9 +1,11 @@
 #include "src/model/model.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 #include <vector>
 
+#include "ggml-like/core/error.h"
 #include "ggml-like/registry/backend_registry.h"
 
 namespace latte {
@@ -60,7 +62,19 @@ Model::Model(const std::string& path, ModelOptions options)
 
 Model::Model(std::shared_ptr<const ggl::GgufFile> file, ModelOptions options)
     : file_(std::move(file)), hparams_(read_hparams(*file_)), weights_(load_weights(*file_, hparams_)) {
-  if (options.expert_cache) pager_ = std::make_shared<ExpertPager>(*file_, weights_, *options.expert_cache);
+  share_ = std::move(options.expert_share);
+  if (share_.ranks > 1) {
+    if (hparams_.moe.n_expert <= 0)
+      ggl::fail("{}: the model has no routed experts to divide among ranks", file_->path());
+    if (!share_.exchange) ggl::fail("expert parallelism over {} ranks without an exchange between them", share_.ranks);
+    own_ = rank_experts(hparams_.moe.n_expert, share_.rank, share_.ranks);
+    ExpertPager::Options po = ExpertPager::Options::from_environment();
+    po.owned = own_;
+    pager_ = std::make_shared<ExpertPager>(*file_, weights_, options.expert_cache.value_or(SIZE_MAX), po);
+    pager_->load_owned();  // else (a budget below the share) its experts are read as they are needed
+  } else if (options.expert_cache) {
+    pager_ = std::make_shared<ExpertPager>(*file_, weights_, *options.expert_cache);
+  }
   if (!options.repack) return;
   std::vector<WeightRef> tensors;
   std::vector<ggl::OfferedWeight> offered;

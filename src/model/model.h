@@ -11,6 +11,7 @@
 #include "ggml-like/backend/backend.h"
 #include "ggml-like/gguf/gguf.h"
 #include "src/model/expert_pager.h"
+#include "src/model/expert_share.h"
 #include "src/model/hparams.h"
 #include "src/model/metadata_override.h"
 #include "src/model/weights.h"
@@ -28,6 +29,10 @@ struct ModelOptions {
   // experts do not all fit the memory budget (--mem-budget); nullopt: the file's mapping serves
   // them all. Paged experts are not rewritten (repack).
   std::optional<size_t> expert_cache;
+  // Expert parallelism (expert_share.h): with ranks > 1, this process holds only its rank's range
+  // of each layer's routed experts, read from the file into the expert cache at load (within
+  // expert_cache, when given), and its graphs exchange the other ranks' rows.
+  ExpertShare expert_share;
 };
 
 class Model {
@@ -46,6 +51,9 @@ class Model {
   const std::shared_ptr<const ggl::PreparedWeights>& prepared_weights() const { return prepared_; }
   // The routed experts' cache (nullptr: none); sessions give it to their backends.
   const std::shared_ptr<ExpertPager>& expert_pager() const { return pager_; }
+  const ExpertShare& expert_share() const { return share_; }
+  // The routed experts this process computes: all of them, or its rank's range.
+  ggl::ExpertRange own_experts() const { return own_; }
 
  private:
   std::shared_ptr<const ggl::GgufFile> file_;
@@ -53,6 +61,8 @@ class Model {
   ModelWeights weights_;
   std::shared_ptr<const ggl::PreparedWeights> prepared_;
   std::shared_ptr<ExpertPager> pager_;
+  ExpertShare share_;
+  ggl::ExpertRange own_;
 };
 
 }  // namespace latte

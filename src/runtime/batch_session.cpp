@@ -21,7 +21,8 @@ BatchSession::BatchSession(const Model& model, int n_sequences, SessionOptions o
     backend_ = ggl::make_backend({.n_threads = options_.n_threads});
   }
   backend_->use_prepared_weights(model.prepared_weights());
-  backend_->use_paged_weights(model.expert_pager());  // routed experts beyond the memory budget
+  backend_->use_paged_weights(model.expert_pager());             // routed experts beyond the memory budget
+  backend_->use_expert_exchange(model.expert_share().exchange);  // the other ranks' experts (mpirun)
   const int64_t tokens = pool.tokens > 0 ? pool.tokens : options_.n_ctx * n_sequences;
   const int64_t page_tokens = pool.page_tokens > 0
                                   ? pool.page_tokens

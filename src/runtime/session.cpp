@@ -79,7 +79,8 @@ Session::Session(const Model& model, SessionOptions options)
   }
   // The matrices the CPU rewrote when the model was loaded, read in place of the file's.
   backend_->use_prepared_weights(model.prepared_weights());
-  backend_->use_paged_weights(model.expert_pager());  // routed experts beyond the memory budget
+  backend_->use_paged_weights(model.expert_pager());             // routed experts beyond the memory budget
+  backend_->use_expert_exchange(model.expert_share().exchange);  // the other ranks' experts (mpirun)
 }
 
 Session::~Session() = default;
