@@ -19,7 +19,7 @@ layers=(
   "src/tokenizer src/sampling"
   "src/model convert"
   "src/placement"
-  "src/runtime src/synth"
+  "src/runtime src/synth src/parallel"
   "src/generate src/bench src/eval"
   "src/chat"
   "src/server"

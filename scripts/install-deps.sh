@@ -10,7 +10,8 @@
 # (tests/src/server/js/: OpenAI's Node SDK, the chat page in headless Chromium).
 set -euo pipefail
 packages=(cmake g++ make ninja-build pkg-config ccache qemu-user libomp-dev libxsimd-dev xtl-dev nlohmann-json3-dev
-          libcli11-dev libfmt-dev libpcre2-dev libedit-dev libcpp-httplib-dev libgtest-dev libgmock-dev)
+          libcli11-dev libfmt-dev libpcre2-dev libedit-dev libcpp-httplib-dev libgtest-dev libgmock-dev
+          libopenmpi-dev openmpi-bin)
 aarch64=0
 cuda=0
 web_tests=0

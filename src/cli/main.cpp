@@ -1,10 +1,14 @@
 // latte: one binary, git-style subcommands (`latte info`, `latte run`, ...).
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <string>
+#include <thread>
 
+#include "ggml-like/core/error.h"
 #include "src/cli/commands/commands.h"
+#include "src/parallel/job.h"
 
 #ifndef LATTE_VERSION
 #define LATTE_VERSION "unknown"
@@ -49,6 +53,32 @@ int run_command(const latte::cli::Command& cmd, int argc, char** argv) {
   }
 }
 
+// Under mpirun: every rank must run the same command line; the command runs on every rank, and a
+// rank that fails ends them all (its error printed first).
+int run_across_ranks(latte::Job& job, const latte::cli::Command& cmd, int argc, char** argv) {
+  try {
+    if (!cmd.across_ranks)
+      ggl::fail(
+          "latte {} does not run across the ranks of an MPI job (run, eval, perplexity, bench and "
+          "batched-bench do): start it without mpirun",
+          cmd.name);
+    std::string line;
+    for (int i = 0; i < argc; ++i) line += std::string(argv[i]) + '\0';
+    job.check_same("a command line", latte::job_hash(line));
+  } catch (const std::exception& e) {
+    // Every rank finds it; rank 0 says it, and ends the job (the others give it time to).
+    if (job.rank() == 0)
+      std::fprintf(stderr, "latte %s: error: %s\n", cmd.name, e.what());
+    else
+      std::this_thread::sleep_for(std::chrono::seconds(5));
+    job.abort(1);
+  }
+  const int code = run_command(cmd, argc, argv);
+  if (code != 0) job.abort(code);
+  job.finish();
+  return code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -71,5 +101,12 @@ int main(int argc, char** argv) {
   }
   const latte::cli::Command* cmd = find_command(name);
   if (!cmd) return fail("unknown command '" + name + "' (latte --help lists them)");
+  latte::Job* job = nullptr;
+  try {
+    job = &latte::Job::get();
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  if (!job->alone()) return run_across_ranks(*job, *cmd, argc - 1, argv + 1);
   return run_command(*cmd, argc - 1, argv + 1);
 }

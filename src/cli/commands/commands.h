@@ -10,6 +10,9 @@ struct Command {
   const char* name;
   const char* summary;
   CommandFn run;
+  // Whether it runs on the ranks of an MPI job (`mpirun -np N latte NAME`, docs/scale-out.md): the
+  // commands that evaluate a model in step on every rank, printing on rank 0.
+  bool across_ranks = false;
 };
 
 // Every subcommand, in the order `latte --help` lists them. Defined in commands.cpp.

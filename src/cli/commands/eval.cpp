@@ -17,6 +17,7 @@
 #include "src/cli/flags/session_flags.h"
 #include "src/cli/text_input.h"
 #include "src/runtime/session.h"
+#include "src/parallel/job.h"
 
 namespace latte::cli {
 namespace {
@@ -99,7 +100,7 @@ int cmd_eval(int argc, char** argv) {
     const std::vector<float> step = session.eval(all.subspan(i, 1));
     logits.insert(logits.end(), step.begin(), step.end());
   }
-  write_logits(out_path, logits);
+  if (Job::get().rank() == 0) write_logits(out_path, logits);  // under mpirun, the ranks computed the same
   return 0;
 }
 

@@ -22,6 +22,7 @@
 #include "src/eval/kl_base_file.h"
 #include "src/eval/kl_report.h"
 #include "src/eval/perplexity.h"
+#include "src/parallel/job.h"
 
 namespace latte::cli {
 namespace {
@@ -111,15 +112,18 @@ int cmd_perplexity(int argc, char** argv) {
   flags.note_offload(session);
 
   std::unique_ptr<eval::KlBaseWriter> base;
-  if (!base_path.empty()) {
+  const bool rank0 = Job::get().rank() == 0;  // under mpirun, the ranks compute the same: rank 0 writes
+  if (!base_path.empty() && rank0) {
     eval::KlBaseHeader h{n_ctx, session.n_vocab(), n_chunk,
                          std::vector<int32_t>(tokens.begin(), tokens.begin() + n_chunk * n_ctx)};
     base = std::make_unique<eval::KlBaseWriter>(base_path, h);
   }
-  std::fprintf(stderr, "perplexity: %zu tokens; calculating perplexity over %lld chunks, n_ctx=%lld, batch_size=%lld\n",
-               tokens.size(), static_cast<long long>(n_chunk), static_cast<long long>(n_ctx),
-               static_cast<long long>(options.n_batch));
-  eval::ChunkProgress bar(n_chunk, !no_progress);
+  if (rank0)
+    std::fprintf(stderr,
+                 "perplexity: %zu tokens; calculating perplexity over %lld chunks, n_ctx=%lld, batch_size=%lld\n",
+                 tokens.size(), static_cast<long long>(n_chunk), static_cast<long long>(n_ctx),
+                 static_cast<long long>(options.n_batch));
+  eval::ChunkProgress bar(n_chunk, !no_progress && rank0);
   const eval::NllSums sums = eval::perplexity(session, tokens,
                                               {.n_ctx = n_ctx,
                                                .n_chunk = n_chunk,

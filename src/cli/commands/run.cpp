@@ -19,6 +19,8 @@
 #include "src/runtime/stopwatch.h"
 #include "src/cli/flags/sampling_flags.h"
 #include "src/tokenizer/tokenizer.h"
+#include "src/cli/rank_summary.h"
+#include "src/parallel/job.h"
 
 namespace latte::cli {
 namespace {
@@ -79,6 +81,7 @@ int cmd_run(int argc, char** argv) {
   const Model model(model_path, session_flags.model_options(model_path));
   const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model.file());
   Session session(model, session_options);
+  share_seed_across_ranks(sampling);
   Sampler sampler(sampling);
   const double load_seconds = load_time.seconds();
   session_flags.warn_beyond_training(model.hparams(), session.n_ctx());
@@ -127,7 +130,12 @@ int cmd_run(int argc, char** argv) {
                              prompt_tokens.size(), rate(static_cast<int64_t>(prompt_tokens.size()), prompt_seconds),
                              generated, rate(generated, generate_seconds), stop, sampler.seed(), load_seconds * 1000)
                      .c_str());
-  if (log_enabled() && model.expert_pager())  // paged experts: what the run read from the file
+  if (log_enabled() && !Job::get().alone())  // expert parallelism: the share and the exchange
+    std::fprintf(stderr, "%s\n",
+                 rank_summary(model, Job::get().exchange_stats(),
+                              static_cast<int64_t>(prompt_tokens.size()) + generated, prompt_seconds + generate_seconds)
+                     .c_str());
+  else if (log_enabled() && model.expert_pager())  // paged experts: what the run read from the file
     std::fprintf(stderr, "%s\n",
                  model.expert_pager()
                      ->describe(ExpertPager::Stats{}, static_cast<int64_t>(prompt_tokens.size()) + generated)

@@ -2,6 +2,10 @@
 
 #include "src/cli/flags/flag_checks.h"
 
+#include <random>
+
+#include "src/parallel/job.h"
+
 namespace latte {
 
 void add_sampling_flags(CLI::App& app, SamplingParams& params) {
@@ -35,6 +39,12 @@ void add_sampling_flags(CLI::App& app, SamplingParams& params) {
       ->capture_default_str()
       ->check(cli::integer())
       ->group(group);
+}
+
+void share_seed_across_ranks(SamplingParams& params) {
+  Job& job = Job::get();
+  if (job.alone() || params.seed >= 0) return;
+  params.seed = static_cast<int64_t>(job.from_rank0(std::random_device{}()));  // 32 bits, as Sampler draws
 }
 
 }  // namespace latte

@@ -16,6 +16,7 @@
 #include "src/model/kv_cache.h"
 #include "src/placement/byte_size.h"
 #include "src/placement/memory_budget.h"
+#include "src/parallel/job.h"
 
 namespace latte::cli {
 namespace {
@@ -87,6 +88,11 @@ void SessionFlags::add_to(CLI::App& app) {
                  "SIZE: the RAM the model may take (default: the memory cgroup's limit or MemAvailable, less 5%; "
                  "none: no budget, everything in RAM); routed experts beyond it are read from the file into a "
                  "cache of whole experts (docs/memory-budget.md)");
+  app.add_option("--mpi-timeout", mpi_timeout,
+                 "SECONDS: under mpirun, how long a rank waits for the others at a meeting point (a MoE layer's "
+                 "expert exchange) before it ends the job with an error naming the ranks not heard from")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_flag("--no-mmap", no_mmap, "accepted; latte always maps the model file read-only")->group(group);
   app.add_flag("--mlock", mlock, "accepted; the mapped weights are not locked in memory in this build")->group(group);
   app.add_flag("--log-disable", log_disable, "no notes, warnings or summary line on stderr (errors still print)")
@@ -99,7 +105,16 @@ ModelOptions SessionFlags::model_options(const std::string& path, const std::str
   ModelOptions o;
   o.repack = !no_repack;
   for (const std::string& spec : override_kv) o.overrides.push_back(parse_metadata_override(spec));
-  o.expert_cache = expert_cache_for(path, budget);
+  Job& job = Job::get();
+  if (job.alone()) {
+    o.expert_cache = expert_cache_for(path, budget);
+    return o;
+  }
+  job.set_timeout(mpi_timeout);
+  job.check_same("a model file", file_head_hash(path, ggl::GgufFile(path).data_offset()));
+  o.expert_share = {job.rank(), job.size(), job.expert_exchange()};
+  // A budget bounds this rank's share (read at load when it fits), not the whole model.
+  o.expert_cache = expert_cache_for(path, budget, /*with_note=*/false);
   return o;
 }
 
@@ -116,7 +131,8 @@ std::vector<std::string> SessionFlags::mem_budgets() const {
 
 // The RAM plan of `latte info --plan` (placement/memory_budget.h) for a CPU run at this context,
 // cache type and batch: an expert cache where the routed experts do not all fit the budget.
-std::optional<size_t> SessionFlags::expert_cache_for(const std::string& path, const std::string& budget_value) const {
+std::optional<size_t> SessionFlags::expert_cache_for(const std::string& path, const std::string& budget_value,
+                                                     bool with_note) const {
   const std::optional<size_t> budget = memory_budget(budget_value, typed("--mem-budget")).bytes;
   if (!budget) return std::nullopt;
   const ggl::GgufFile file(path);
@@ -138,10 +154,12 @@ std::optional<size_t> SessionFlags::expert_cache_for(const std::string& path, co
                               b(r.budget), b(r.resident), b(r.work)));
     return std::nullopt;
   }
-  note(prog, fmt::format("a {} memory budget: {} resident, an expert cache of {} for {} of the {} routed experts ({}); "
-                         "the rest are read from the file when a token needs them",
-                         b(r.budget), b(r.resident + r.work), b(r.expert_cache), r.cache_experts, r.expert_count,
-                         b(r.experts)));
+  if (with_note)
+    note(prog,
+         fmt::format("a {} memory budget: {} resident, an expert cache of {} for {} of the {} routed experts ({}); "
+                     "the rest are read from the file when a token needs them",
+                     b(r.budget), b(r.resident + r.work), b(r.expert_cache), r.cache_experts, r.expert_count,
+                     b(r.experts)));
   return r.expert_cache;
 }
 

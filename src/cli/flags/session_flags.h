@@ -35,6 +35,7 @@ struct SessionFlags {
   bool no_repack = false;                // -nr
   std::vector<std::string> override_kv;  // --override-kv KEY=TYPE:VALUE
   std::string mem_budget;                // --mem-budget SIZE|none (default: what Linux allows the process)
+  double mpi_timeout = 60;               // --mpi-timeout SECONDS: how long a rank waits for the others
   // bench: -ngl, -fa and --mem-budget take comma-separated lists, as in llama-bench.
   bool lists = false;
 
@@ -44,7 +45,8 @@ struct SessionFlags {
   SessionOptions options() const;
   // How to load the model at `path` (--no-repack, --override-kv, and an expert cache where the
   // routed experts do not fit --mem-budget, with a note saying so); throws ggl::Error for a
-  // malformed override or budget.
+  // malformed override or budget. Under mpirun (src/parallel/job.h): this rank's share of the
+  // experts, after checking that every rank has the same file.
   ModelOptions model_options(const std::string& path) const;
   // The same under one --mem-budget item (bench's sweep) instead of --mem-budget's whole value.
   ModelOptions model_options(const std::string& path, const std::string& budget) const;
@@ -68,7 +70,8 @@ struct SessionFlags {
   std::string typed(std::string_view name) const;
   ggl::Type resolve_cache_type(bool with_notes = true) const;
   void note_unsupported() const;
-  std::optional<size_t> expert_cache_for(const std::string& path, const std::string& budget_value) const;
+  std::optional<size_t> expert_cache_for(const std::string& path, const std::string& budget_value,
+                                         bool with_note = true) const;
 };
 
 }  // namespace latte::cli

@@ -1,0 +1,182 @@
+// Expert parallelism across the ranks of an MPI job (src/parallel, docs/scale-out.md), run by CTest
+// under `mpirun --oversubscribe -np N` for N = 2, 3 and 4 (tests/CMakeLists.txt), one thread a
+// rank. On every deepseek2 fixture each rank loads the model twice: whole, as one process does,
+// and with only its rank's share of the routed experts, exchanging the other rows with the other
+// ranks. With --deterministic, the shared model's logits must equal the whole model's bit for bit,
+// for one sequence (a chunked prompt, then decode steps) and for 8 sequences interleaved in one
+// batch session; and each rank must hold exactly its share of the experts, measured from the
+// process's page table: its cache slots resident for its experts only, and not one whole page of
+// the expert tensors in the process's mapping of the file.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "src/model/model.h"
+#include "src/model/resident_memory.h"
+#include "src/parallel/job.h"
+#include "src/runtime/batch_session.h"
+#include "src/runtime/session.h"
+#include "tests/support/test_support.h"
+
+namespace mpi_expert_parallel {
+
+namespace fs = std::filesystem;
+namespace lt = latte::testing;
+
+// Every deepseek2 file under ../shared/fixtures (the K-quant and i-quant folders included).
+std::vector<fs::path> deepseek2_fixtures() {
+  std::vector<fs::path> out;
+  const fs::path root = lt::shared_dir() / "fixtures";
+  for (const char* dir : {"", "kquant", "iquant"})
+    for (const auto& entry : fs::directory_iterator(root / dir))
+      if (entry.path().extension() == ".gguf" &&
+          ggl::GgufFile(entry.path().string()).metadata().get_or<std::string>("general.architecture", "") ==
+              "deepseek2")
+        out.push_back(entry.path());
+  std::sort(out.begin(), out.end());  // the same order on every rank
+  return out;
+}
+
+latte::Job& job() {
+  latte::Job& j = latte::Job::get();
+  j.set_timeout(30);
+  return j;
+}
+
+latte::Model shared_model(const fs::path& file) {
+  latte::ModelOptions o;
+  o.expert_share = {job().rank(), job().size(), job().expert_exchange()};
+  return latte::Model(file.string(), o);
+}
+
+latte::SessionOptions options(int64_t n_ctx) {
+  latte::SessionOptions o;
+  o.n_ctx = n_ctx;
+  o.n_threads = 1;
+  o.deterministic = true;
+  return o;
+}
+
+std::vector<int32_t> tokens_for(const latte::Model& m, size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> id(0, static_cast<int32_t>(m.hparams().n_vocab) - 1);
+  std::vector<int32_t> t(n);
+  for (int32_t& v : t) v = id(rng);
+  return t;
+}
+
+// One sequence: its first 13 tokens as a prompt in chunks of 5, then a decode step per token.
+std::vector<float> one_sequence(const latte::Model& model, const std::vector<int32_t>& tokens) {
+  latte::SessionOptions o = options(64);
+  o.n_batch = 5;
+  latte::Session session(model, o);
+  const std::span<const int32_t> all(tokens);
+  std::vector<float> out = session.eval(all.first(13));
+  for (size_t i = 13; i < tokens.size(); ++i) {
+    const std::vector<float> l = session.eval(all.subspan(i, 1));
+    out.insert(out.end(), l.begin(), l.end());
+  }
+  return out;
+}
+
+// 8 sequences of different lengths, each starting at its own step and fed in chunks of 1 to 6
+// tokens, in one batch session: every step's logits in order.
+std::vector<float> eight_sequences(const latte::Model& model, const std::vector<int32_t>& tokens) {
+  constexpr int kSequences = 8;
+  latte::BatchSession batch(model, kSequences, options(48));
+  std::vector<size_t> fed(kSequences, 0), length(kSequences);
+  for (size_t s = 0; s < kSequences; ++s) length[s] = 6 + 3 * s;
+  std::vector<float> out;
+  for (int step = 0;; ++step) {
+    std::vector<latte::SequenceTokens> parts;
+    for (size_t s = 0; s < kSequences && s <= static_cast<size_t>(step); ++s) {
+      if (fed[s] == length[s]) continue;
+      const size_t n = std::min(length[s] - fed[s], 1 + (s * 5 + static_cast<size_t>(step) * 3) % 6);
+      parts.push_back({static_cast<int>(s), std::span<const int32_t>(tokens).subspan(4 * s + fed[s], n)});
+      fed[s] += n;
+    }
+    if (parts.empty()) break;
+    const std::vector<float> logits = batch.step(parts);
+    out.insert(out.end(), logits.begin(), logits.end());
+  }
+  return out;
+}
+
+bool identical(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST(ExpertParallel, RunsOnSeveralRanks) { EXPECT_GT(job().size(), 1) << "run this test under mpirun -np N (N > 1)"; }
+
+TEST(ExpertParallel, OneSequenceIsBitIdenticalToOneProcess) {
+  const std::vector<fs::path> files = deepseek2_fixtures();
+  ASSERT_GE(files.size(), 20u);
+  for (const fs::path& file : files) {
+    const latte::Model whole(file.string());
+    const latte::Model shared = shared_model(file);
+    const std::vector<int32_t> tokens = tokens_for(whole, 24, 29);
+    EXPECT_TRUE(identical(one_sequence(whole, tokens), one_sequence(shared, tokens)))
+        << file.filename() << " on rank " << job().rank() << " of " << job().size();
+  }
+}
+
+TEST(ExpertParallel, EightInterleavedSequencesAreBitIdenticalToOneProcess) {
+  for (const fs::path& file : deepseek2_fixtures()) {
+    const latte::Model whole(file.string());
+    const latte::Model shared = shared_model(file);
+    const std::vector<int32_t> tokens = tokens_for(whole, 64, 8);
+    EXPECT_TRUE(identical(eight_sequences(whole, tokens), eight_sequences(shared, tokens)))
+        << file.filename() << " on rank " << job().rank() << " of " << job().size();
+  }
+}
+
+// The resident bytes of the whole pages within [data, data + bytes) (the pages at the ends may
+// hold a neighbouring tensor's bytes too).
+size_t resident_whole_pages(const void* data, size_t bytes) {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(data), end = begin + bytes;
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  return first < last ? latte::resident_in_memory(reinterpret_cast<const void*>(first), last - first) : 0;
+}
+
+// What the process holds of the routed experts: its cache slots' resident pages, counted in
+// experts (every slot has the same size), and the pages of the file's mapping of the expert
+// tensors that the process touched.
+TEST(ExpertParallel, EachRankHoldsItsShareOfTheExperts) {
+  for (const fs::path& file : deepseek2_fixtures()) {
+    const latte::Model shared = shared_model(file);
+    const std::vector<int32_t> tokens = tokens_for(shared, 24, 3);
+    one_sequence(shared, tokens);
+    const latte::ExpertPager& pager = *shared.expert_pager();
+    const int64_t E = shared.hparams().moe.n_expert;
+    int64_t moe_layers = 0;
+    size_t mapped_expert_pages = 0, expert_bytes = 0;
+    for (const latte::LayerWeights& l : shared.weights().layers) {
+      if (!l.is_moe()) continue;
+      ++moe_layers;
+      for (latte::WeightRef w : {l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps}) {
+        mapped_expert_pages += resident_whole_pages(w->data, w->nbytes);
+        expert_bytes += w->nbytes;
+      }
+    }
+    const double held = static_cast<double>(pager.resident_bytes()) / static_cast<double>(pager.slot_bytes());
+    const double share = static_cast<double>(E * moe_layers) / job().size();
+    const ggl::ExpertRange own = shared.own_experts();
+    EXPECT_TRUE(pager.preloaded()) << file.filename();
+    EXPECT_EQ(held, static_cast<double>((own.end - own.first) * moe_layers)) << file.filename();
+    EXPECT_LE(std::abs(held - share), static_cast<double>(moe_layers)) << file.filename() << ": one expert a layer";
+    EXPECT_EQ(mapped_expert_pages, 0u) << file.filename() << ": pages of experts mapped from the file";
+    // Every slot holds one expert's three slices, padded to whole pages.
+    EXPECT_LE(static_cast<double>(pager.slot_bytes()),
+              static_cast<double>(expert_bytes) / static_cast<double>(E * moe_layers) + 6 * 4096.0)
+        << file.filename();
+  }
+}
+
+}  // namespace mpi_expert_parallel
