@@ -3,9 +3,11 @@
 # measurements do (docs/memory-budget.md): cgroup v1's memory controller
 # (/sys/fs/cgroup/memory, memory.limit_in_bytes) or v2's (memory.max, swap off with
 # memory.swap.max = 0). Needs root. The page cache is dropped first (--keep-cache keeps it), so the
-# run starts from disk as a cold start does; the cgroup is removed afterwards.
+# run starts from disk as a cold start does; the cgroup is removed afterwards. --peak prints the
+# cgroup's peak usage on stderr at the end. Each rank of `mpirun -np N scripts/cgroup-run.sh ...`
+# gets a cgroup of its own (docs/scale-out.md).
 #
-#   scripts/cgroup-run.sh [--keep-cache] LIMIT COMMAND [ARG...]     LIMIT: bytes, or 4G, 512M, ...
+#   scripts/cgroup-run.sh [--keep-cache] [--peak] LIMIT COMMAND [ARG...]     LIMIT: bytes, or 4G, 512M, ...
 #
 # The exit status is the command's; a command the limit kills (OOM) exits 137, and the script says
 # so on stderr with the cgroup's peak and fail count.
@@ -14,8 +16,16 @@ set -euo pipefail
 die() { echo "cgroup-run: $*" >&2; exit 2; }
 
 drop_cache=1
-if [[ "${1:-}" == "--keep-cache" ]]; then drop_cache=0; shift; fi
-[[ $# -ge 2 ]] || die "usage: scripts/cgroup-run.sh [--keep-cache] LIMIT COMMAND [ARG...]"
+print_peak=0
+while [[ "${1:-}" == --* ]]; do
+  case "$1" in
+    --keep-cache) drop_cache=0 ;;
+    --peak) print_peak=1 ;;
+    *) die "unknown option $1" ;;
+  esac
+  shift
+done
+[[ $# -ge 2 ]] || die "usage: scripts/cgroup-run.sh [--keep-cache] [--peak] LIMIT COMMAND [ARG...]"
 limit_text=$1; shift
 [[ $(id -u) -eq 0 ]] || die "needs root (it writes /sys/fs/cgroup)"
 
@@ -60,6 +70,9 @@ bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' cgroup-run "$dir" "$
 if [[ $status -eq 137 ]]; then
   peak=$(cat "$dir/$peak_file" 2>/dev/null || echo "?")
   echo "cgroup-run: the command was killed (OOM at a $limit_text limit; peak $peak bytes; $(tr '\n' ' ' < "$dir/$fail_file" 2>/dev/null))" >&2
+fi
+if [[ $print_peak -eq 1 ]]; then
+  echo "cgroup-run: peak $(cat "$dir/$peak_file" 2>/dev/null || echo "?") bytes of a $limit_text limit" >&2
 fi
 # Move nothing back: the child has exited, so the cgroup is empty and rmdir (cleanup) removes it.
 exit $status

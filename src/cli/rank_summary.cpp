@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "src/placement/byte_size.h"
+
 namespace latte::cli {
 
 std::string rank_summary(const Model& model, const ExchangeStats& exchange, int64_t tokens, double seconds) {
@@ -11,10 +13,10 @@ std::string rank_summary(const Model& model, const ExchangeStats& exchange, int6
   int64_t moe_layers = 0;
   for (const LayerWeights& l : model.weights().layers) moe_layers += l.is_moe();
   const ExpertPager* pager = model.expert_pager().get();
-  std::string s = fmt::format("expert parallelism: rank {} of {} holds experts {}-{} of {} ({:.2f} GB in memory{})",
+  std::string s = fmt::format("expert parallelism: rank {} of {} holds experts {}-{} of {} ({} in memory, {})",
                               share.rank, share.ranks, own.first, own.end - 1, model.hparams().moe.n_expert,
-                              pager ? static_cast<double>(pager->resident_bytes()) / 1e9 : 0.0,
-                              pager && pager->preloaded() ? ", read at load" : ", read as needed");
+                              format_bytes(pager ? static_cast<double>(pager->resident_bytes()) : 0.0),
+                              pager && pager->preloaded() ? "read at load" : "read as needed");
   const double steps = moe_layers > 0 ? static_cast<double>(exchange.exchanges) / static_cast<double>(moe_layers) : 0;
   if (steps > 0 && tokens > 0)
     s += fmt::format(

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -71,17 +72,18 @@ void MpiJob::wait(std::span<MPI_Request> requests, std::span<const int> peers, s
     check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE), what);
     if (done) return;
     if (std::chrono::duration<double>(Clock::now() - start).count() > timeout) {
-      std::string late;
+      std::set<int> late;  // the ranks whose requests are still open (-1: a collective's)
       for (size_t i = 0; i < requests.size(); ++i) {
-        if (requests[i] == MPI_REQUEST_NULL) continue;
         int finished = 0;
         MPI_Test(&requests[i], &finished, MPI_STATUS_IGNORE);
-        if (finished) continue;
-        late += late.empty() ? "" : ", ";
-        late += peers[i] < 0 ? std::string("the others") : fmt::format("rank {}", peers[i]);
+        if (!finished) late.insert(peers[i]);
       }
-      ggl::fail("rank {}: {}: nothing from {} within {:g} s (--mpi-timeout): a rank died or hangs", rank_, what,
-                late.empty() ? std::string("the others") : late, timeout);
+      if (late.empty()) return;  // (this process itself was held up: it all arrived meanwhile)
+      std::string names;
+      for (const int r : late)
+        names += (names.empty() ? "" : ", ") + (r < 0 ? "the others" : fmt::format("rank {}", r));
+      ggl::fail("rank {}: {}: nothing from {} within {:g} s (--mpi-timeout): a rank died or hangs", rank_, what, names,
+                timeout);
     }
     // Spin first (an exchange between busy ranks takes microseconds), then give the core away.
     if (polls > 2000) std::this_thread::sleep_for(std::chrono::microseconds(polls > 20000 ? 200 : 20));

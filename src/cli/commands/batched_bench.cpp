@@ -25,6 +25,8 @@
 #include "src/cli/flags/session_flags.h"
 #include "src/cli/notes.h"
 #include "src/model/expert_pager.h"
+#include "src/cli/rank_summary.h"
+#include "src/parallel/job.h"
 
 namespace latte::cli {
 
@@ -115,12 +117,18 @@ int cmd_batched_bench(int argc, char** argv) {
     print("|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
   }
   ExpertPager::Stats pager_seen;  // the expert cache's counts at the last row
+  ExchangeStats exchange_seen;    // the expert exchange's (mpirun), likewise
   bench::run_batched_bench(model, opts, [&](const bench::BatchedBenchResult& r) {
     if (output == "md") {
       print(fmt::format("| {:5} | {:6} | {:4} | {:6} | {:8.3f} | {:8.2f} | {:8.3f} | {:8.2f} | {:8.3f} | {:8.2f} |\n",
                         r.pp, r.tg, r.pl, r.n_kv, r.t_pp, r.speed_pp(), r.t_tg, r.speed_tg(), r.t(), r.speed()));
-      if (const auto& pager = model.expert_pager()) {  // paged experts: what the row read from the file
-        const int64_t tokens = (opts.pp_shared ? r.pp : r.pp * r.pl) + r.tg * r.pl;
+      const int64_t tokens = (opts.pp_shared ? r.pp : r.pp * r.pl) + r.tg * r.pl;
+      if (!Job::get().alone()) {  // expert parallelism: what the row's exchange cost
+        const ExchangeStats now = Job::get().exchange_stats();
+        note(app.get_name(),
+             fmt::format("B={}: {}", r.pl, rank_summary(model, now.since(exchange_seen), tokens, r.t())));
+        exchange_seen = now;
+      } else if (const auto& pager = model.expert_pager()) {  // paged experts: what the row read from the file
         note(app.get_name(), fmt::format("B={}: {}", r.pl, pager->describe(pager_seen, tokens)));
         pager_seen = pager->stats();
       }
