@@ -4,6 +4,7 @@
 
 #include "ggml-like/core/error.h"
 #include "src/chat/chat_persistence.h"
+#include "src/parallel/job.h"
 
 namespace latte {
 namespace {
@@ -89,6 +90,7 @@ CommandOutcome run_chat_command(std::string_view line, ChatSession& chat, std::F
     print(chat_stats(chat));
   } else if (name == "/save") {
     need_arg("a file name");
+    if (Job::get().rank() != 0) return CommandOutcome::kContinue;  // under mpirun rank 0 writes, for every rank
     const SaveReport r = save_chat(chat, std::string(arg));
     print(fmt::format("saved {} messages ({} tokens) to {}", r.messages, r.tokens, arg));
     if (r.cache_tokens > 0)

@@ -8,6 +8,7 @@
 #include "src/chat/chat_commands.h"
 #include "src/chat/line_reader.h"
 #include "src/chat/thinking_filter.h"
+#include "src/parallel/job.h"
 
 namespace latte {
 namespace {
@@ -79,6 +80,18 @@ void respond(ChatSession& chat, std::string text, const ReplOptions& o, std::ato
             .c_str());
 }
 
+// The next input. Under mpirun only rank 0 has the user (mpirun gives stdin to rank 0): it reads,
+// and every rank gets what it read, so that the ranks take the same turns.
+LineReader::Result next_input(LineReader& reader, std::string& text, const std::atomic<bool>& interrupted) {
+  Job& job = Job::get();
+  LineReader::Result r = LineReader::Result::kEnd;
+  if (job.rank() == 0) r = reader.read(text, interrupted);
+  if (job.alone()) return r;
+  const std::string shared = job.text_from_rank0(static_cast<char>(r) + (r == LineReader::Result::kText ? text : ""));
+  text = shared.substr(1);
+  return static_cast<LineReader::Result>(shared[0]);
+}
+
 }  // namespace
 
 int run_chat_repl(ChatSession& chat, const ReplOptions& options, std::atomic<bool>& interrupted) {
@@ -86,7 +99,7 @@ int run_chat_repl(ChatSession& chat, const ReplOptions& options, std::atomic<boo
   bool interrupted_at_prompt = false, failed = false, quit_by_interrupt = false;
   std::string text;
   while (true) {
-    const LineReader::Result r = reader.read(text, interrupted);
+    const LineReader::Result r = next_input(reader, text, interrupted);
     if (r == LineReader::Result::kCancelled) {
       interrupted.store(false);
       interrupted_at_prompt = false;
@@ -114,7 +127,7 @@ int run_chat_repl(ChatSession& chat, const ReplOptions& options, std::atomic<boo
       if (text.starts_with("//")) text.erase(0, 1);
       respond(chat, std::move(text), options, interrupted);
     } catch (const ggl::Error& e) {
-      std::fprintf(stderr, "error: %s\n", e.what());
+      if (Job::get().rank() == 0) std::fprintf(stderr, "error: %s\n", e.what());  // (every rank has it)
       failed = true;
     }
   }

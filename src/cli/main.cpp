@@ -59,8 +59,8 @@ int run_across_ranks(latte::Job& job, const latte::cli::Command& cmd, int argc, 
   try {
     if (!cmd.across_ranks)
       ggl::fail(
-          "latte {} does not run across the ranks of an MPI job (run, eval, perplexity, bench and "
-          "batched-bench do): start it without mpirun",
+          "latte {} does not run across the ranks of an MPI job (run, chat, eval, perplexity, bench "
+          "and batched-bench do): start it without mpirun",
           cmd.name);
     std::string line;
     for (int i = 0; i < argc; ++i) line += std::string(argv[i]) + '\0';
@@ -74,7 +74,15 @@ int run_across_ranks(latte::Job& job, const latte::cli::Command& cmd, int argc, 
     job.abort(1);
   }
   const int code = run_command(cmd, argc, argv);
-  if (code != 0) job.abort(code);
+  if (code != 0) {
+    // Every rank ending with the same failure (a chat command that failed on piped input) ends
+    // cleanly; a rank failing alone, while the others wait for it, ends them all.
+    try {
+      job.meet("ending the command", 5);
+    } catch (const std::exception&) {
+      job.abort(code);
+    }
+  }
   job.finish();
   return code;
 }

@@ -17,6 +17,7 @@ class SingleJob final : public Job {
   double timeout() const override { return timeout_; }
   void check_same(std::string_view, uint64_t) override {}
   uint64_t from_rank0(uint64_t value) override { return value; }
+  std::string text_from_rank0(const std::string& text) override { return text; }
   void meet(std::string_view, double) override {}
   std::shared_ptr<ggl::ExpertExchange> expert_exchange() override { return nullptr; }
   ExchangeStats exchange_stats() const override { return {}; }

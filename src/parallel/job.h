@@ -45,6 +45,9 @@ class Job {
   virtual void check_same(std::string_view what, uint64_t value) = 0;
   // Rank 0's value, on every rank (a seed drawn at random).
   virtual uint64_t from_rank0(uint64_t value) = 0;
+  // Rank 0's text, on every rank (chat's input). Waits as long as rank 0 takes (its user may be
+  // typing); a rank that dies meanwhile still ends the job (mpirun does).
+  virtual std::string text_from_rank0(const std::string& text) = 0;
   // Waits until every rank got here (or fails after `timeout` seconds, naming `what`).
   virtual void meet(std::string_view what, double timeout) = 0;
   // The rows of the other ranks' experts (nullptr alone), and what it did so far.

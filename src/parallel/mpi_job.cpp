@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <set>
 #include <string>
 #include <thread>
@@ -108,6 +109,20 @@ uint64_t MpiJob::from_rank0(uint64_t value) {
   const int root = 0;
   wait({&r, 1}, {&root, 1}, "waiting for rank 0's value", timeout_);
   return value;
+}
+
+std::string MpiJob::text_from_rank0(const std::string& text) {
+  const double forever = std::numeric_limits<double>::infinity();
+  const int root = 0;
+  uint64_t size = text.size();
+  MPI_Request r = MPI_REQUEST_NULL;
+  check(MPI_Ibcast(&size, 1, MPI_UINT64_T, 0, comm(), &r), "broadcasting from rank 0");
+  wait({&r, 1}, {&root, 1}, "waiting for rank 0's input", forever);
+  std::string out = rank_ == 0 ? text : std::string(size, '\0');
+  if (size == 0) return out;
+  check(MPI_Ibcast(out.data(), static_cast<int>(size), MPI_CHAR, 0, comm(), &r), "broadcasting from rank 0");
+  wait({&r, 1}, {&root, 1}, "waiting for rank 0's input", forever);
+  return out;
 }
 
 void MpiJob::meet(std::string_view what, double timeout) {

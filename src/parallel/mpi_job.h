@@ -25,6 +25,7 @@ class MpiJob final : public Job {
   double timeout() const override { return timeout_; }
   void check_same(std::string_view what, uint64_t value) override;
   uint64_t from_rank0(uint64_t value) override;
+  std::string text_from_rank0(const std::string& text) override;
   void meet(std::string_view what, double timeout) override;
   std::shared_ptr<ggl::ExpertExchange> expert_exchange() override;
   ExchangeStats exchange_stats() const override;

@@ -22,6 +22,7 @@
 #include "src/cli/flags/session_flags.h"
 #include "src/cli/flags/sampling_flags.h"
 #include "src/tokenizer/tokenizer.h"
+#include "src/parallel/job.h"
 
 namespace latte::cli {
 namespace {
@@ -92,6 +93,7 @@ int cmd_chat(int argc, char** argv) {
   Session session(model, session_options);
   session_flags.warn_beyond_training(model.hparams(), session.n_ctx());
   session_flags.note_offload(session);
+  share_seed_across_ranks(sampling);
   Sampler sampler(sampling);
   ChatSession chat(session, *tokenizer, chat_template, sampler,
                    {.n_predict = n_predict, .ignore_eos = ignore_eos, .context_shift = context_shift});
@@ -102,7 +104,9 @@ int cmd_chat(int argc, char** argv) {
   repl.multiline = multiline;
   repl.hide_thinking = hide_thinking;
   repl.verbose = verbose;
-  repl.status = isatty(STDOUT_FILENO) ? stdout : stderr;
+  // (Under mpirun stdout is a pseudo-terminal of Open MPI's whatever mpirun's is: answers to stderr.)
+  repl.status = isatty(STDOUT_FILENO) && Job::get().alone() ? stdout : stderr;
+  if (Job::get().rank() != 0) repl.status = std::fopen("/dev/null", "w");  // rank 0 answers for every rank
   if (repl.terminal) {
     repl.history_path = history_path();
     std::fprintf(stderr, "%s\n",

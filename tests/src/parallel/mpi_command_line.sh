@@ -2,7 +2,8 @@
 # `mpirun -np N latte ...` from the command line (docs/scale-out.md): the logits of `latte eval`
 # on 2 ranks equal one process's byte for byte; a rank killed or stopped mid-generation ends the
 # job with an error within 30 s; ranks given different options or different files, and a command
-# that does not run across ranks, end it at start with a one-line error.
+# that does not run across ranks, end it at start with a one-line error; `latte chat` on 2 ranks
+# replies as one process does.
 #   mpi_command_line.sh LATTE MPIRUN SHARED_DIR
 set -uo pipefail
 latte=$(realpath "$1") mpirun=$2 shared=$3
@@ -81,6 +82,16 @@ grep -q "rank 1 was given a model file other than rank 0's" "$work/err.txt" || {
 # 6. A command that does not run across ranks.
 mpi -np 2 "$latte" serve -m "$fixture" --port 0 2> "$work/err.txt" && fail "serve ran on 2 ranks"
 grep -q "latte serve does not run across the ranks" "$work/err.txt" || { fail "serve:"; cat "$work/err.txt"; }
+
+# 7. chat on 2 ranks: rank 0 reads the input (mpirun gives it stdin) and shares each line; the
+# replies are one process's, byte for byte.
+printf 'Once upon a time\n/reset\nThe little dog\n' > "$work/chat.txt"
+"$latte" chat -m "$model" -n 12 -s 3 -t 1 --deterministic < "$work/chat.txt" > "$work/chat-one.txt" ||
+  fail "chat alone"
+mpi -np 2 "$latte" chat -m "$model" -n 12 -s 3 -t 1 --deterministic < "$work/chat.txt" > "$work/chat-two.txt" ||
+  fail "chat on 2 ranks"
+[[ -s $work/chat-one.txt ]] || fail "chat alone wrote nothing"
+cmp -s "$work/chat-one.txt" "$work/chat-two.txt" || { fail "chat on 2 ranks replied otherwise:"; diff "$work/chat-one.txt" "$work/chat-two.txt"; }
 
 (( failures == 0 )) && echo "all passed"
 exit $((failures > 0))
