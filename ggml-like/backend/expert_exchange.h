@@ -16,10 +16,14 @@ class ExpertExchange {
  public:
   virtual ~ExpertExchange() = default;
   // rows f32 [N, k, T], packed: row (i, t) holds this process's result where ids[i, t] lies in
-  // `computed`. Sends those rows to the other processes and writes theirs into the others. Called
-  // by a backend from one thread, after every earlier node of the graph has finished and before
+  // `computed`. Sends those rows to the other processes (and may start receiving theirs), and
+  // returns: an expert_send node. Called by a backend from one thread, after every earlier node
+  // of the graph has finished; the nodes after it may run meanwhile.
+  virtual void send(const Tensor& rows, const Tensor& ids, ExpertRange computed, int64_t n_expert) = 0;
+  // Writes the other processes' rows into `rows` (this process's already there), after send()
+  // with the same ids. Called from one thread after every earlier node has finished and before
   // any later one starts. Throws ggl::Error when a peer fails, hangs or disagrees about the ids.
-  virtual void exchange(Tensor& rows, const Tensor& ids, ExpertRange computed, int64_t n_expert) = 0;
+  virtual void receive(Tensor& rows, const Tensor& ids, ExpertRange computed, int64_t n_expert) = 0;
 };
 
 }  // namespace ggl

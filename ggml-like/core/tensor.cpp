@@ -30,6 +30,7 @@ std::string_view op_name(Op op) {
     case Op::kCopy: return "copy";
     case Op::kFlashAttn: return "flash_attn";
     case Op::kPrefetch: return "prefetch";
+    case Op::kExpertSend: return "expert_send";
     case Op::kExpertExchange: return "expert_exchange";
   }
   return "?";

@@ -36,6 +36,7 @@ enum class Op : uint8_t {
   kCopy,            // converts f32 into the element type of a destination (aliases the destination)
   kFlashAttn,       // causal attention with an online softmax, GQA/MQA
   kPrefetch,        // no result: the slices of a paged weight some ids will likely use (paged_weights.h)
+  kExpertSend,      // no result: a mul_mat_id's rows sent to the other processes (expert_exchange.h)
   kExpertExchange,  // a mul_mat_id's rows completed with those other processes computed (expert_exchange.h)
 };
 std::string_view op_name(Op op);

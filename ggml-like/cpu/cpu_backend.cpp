@@ -134,6 +134,7 @@ bool runs_on_thread0_only(const Tensor& n) {
     case Op::kCont:
     case Op::kCopy: return n.n_rows() == 1;
     case Op::kPrefetch:        // thread 0 hands it to the pager
+    case Op::kExpertSend:      // thread 0 sends the rows
     case Op::kExpertExchange:  // thread 0 exchanges the rows
       return true;
     default: return false;
@@ -217,8 +218,13 @@ void CpuBackend::compute(Graph& graph) {
 
   // The mul_mat_id nodes whose weights the pager holds (and where their experts are), and the
   // prefetch nodes it takes as hints.
-  std::vector<char> paged(nodes.size(), 0), hint(nodes.size(), 0), exchange(nodes.size(), 0);
-  for (size_t i = 0; i < nodes.size(); ++i) exchange[i] = nodes[i]->op == Op::kExpertExchange;
+  // The expert exchange's nodes, which thread 0 runs: sends (the team goes on) and receipts (the
+  // team waits for them).
+  std::vector<char> paged(nodes.size(), 0), hint(nodes.size(), 0), send(nodes.size(), 0), exchange(nodes.size(), 0);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    send[i] = nodes[i]->op == Op::kExpertSend;
+    exchange[i] = nodes[i]->op == Op::kExpertExchange;
+  }
   if (pager_)
     for (size_t i = 0; i < nodes.size(); ++i) {
       const bool pages =
@@ -249,7 +255,9 @@ void CpuBackend::compute(Graph& graph) {
       if (paged[i]) acquire_experts(*nodes[i], slices);
       if (hint[i]) prefetch_experts(*nodes[i]);
       th.expert_slices = paged[i] ? slices.data() : nullptr;
-      if (exchange[i])
+      if (send[i])
+        send_rows(*nodes[i]);
+      else if (exchange[i])
         exchange_rows(*nodes[i]);
       else
         cpu_run_node(*nodes[i], th);
@@ -258,7 +266,8 @@ void CpuBackend::compute(Graph& graph) {
     return;
   }
   std::vector<char> need_barrier = barriers_needed(graph, team);
-  for (size_t i = 0; i < nodes.size(); ++i) need_barrier[i] |= paged[i] | exchange[i];  // reading what came before
+  for (size_t i = 0; i < nodes.size(); ++i)
+    need_barrier[i] |= paged[i] | send[i] | exchange[i];  // reading what came before
   for (char b : need_barrier) last_barriers_ += b;
   std::exception_ptr failed;  // what the pager threw, on thread 0
   std::unique_ptr<CpuBarrier> barrier;
@@ -291,9 +300,19 @@ void CpuBackend::compute(Graph& graph) {
         if (failed) break;
       }
       if (hint[i] && th.ith == 0) prefetch_experts(*n);  // returns at once: no one waits for it
+      if (send[i]) {  // the team goes on to the next nodes (failing, it stops at the receipt)
+        if (th.ith == 0) {
+          try {
+            send_rows(*n);
+          } catch (...) {
+            failed = std::current_exception();
+          }
+        }
+        continue;
+      }
       if (exchange[i]) {
         const Clock::time_point start = profiling ? Clock::now() : Clock::time_point{};
-        if (th.ith == 0) {
+        if (th.ith == 0 && !failed) {
           try {
             exchange_rows(*n);
           } catch (...) {
@@ -343,12 +362,18 @@ void CpuBackend::acquire_experts(const Tensor& node, std::vector<const uint8_t*>
   pager_->acquire(w, distinct_ids(w, *node.src[2], expert_range(node)), slices);
 }
 
+void CpuBackend::send_rows(const Tensor& node) const {
+  if (!exchange_)
+    fail("{}: the graph exchanges expert rows, but no exchange was given to the backend", op_name(node.op));
+  exchange_->send(*node.src[0], *node.src[1], expert_range(node), exchange_experts(node));
+}
+
 void CpuBackend::exchange_rows(const Tensor& node) const {
-  if (!exchange_) fail("expert_exchange: the graph exchanges expert rows, but no exchange was given to the backend");
+  if (!node.src[2]) send_rows(node);  // no expert_send before it
   const Tensor& rows = *node.src[0];
   std::memcpy(node.data, rows.data, static_cast<size_t>(node.n_elements()) * sizeof(float));
   Tensor& out = const_cast<Tensor&>(node);  // the node's own bytes, planned for it
-  exchange_->exchange(out, *node.src[1], expert_range(node), exchange_experts(node));
+  exchange_->receive(out, *node.src[1], expert_range(node), exchange_experts(node));
 }
 
 void CpuBackend::prefetch_experts(const Tensor& node) const {

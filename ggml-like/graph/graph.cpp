@@ -249,19 +249,37 @@ Tensor* Graph::mul_mat_id(Tensor* w, Tensor* x, Tensor* ids, ExpertRange only) {
   return t;
 }
 
-Tensor* Graph::expert_exchange(Tensor* rows, Tensor* ids, ExpertRange computed, int64_t n_expert) {
-  require_f32_rows(Op::kExpertExchange, *rows);
-  require(rows->is_contiguous(), Op::kExpertExchange, "expects packed rows", *rows);
-  require_i32(Op::kExpertExchange, *ids);
-  require(ids->rows_contiguous(), Op::kExpertExchange, "expects contiguous ids", *ids);
-  if (rows->ne[1] != ids->ne[0] || rows->ne[2] != ids->ne[1] || rows->ne[3] != 1)
-    fail("expert_exchange: rows {} do not match ids {}", shape_string(*rows), shape_string(*ids));
+namespace {
+void check_exchange(Op op, const Tensor& rows, const Tensor& ids, ExpertRange computed, int64_t n_expert) {
+  require_f32_rows(op, rows);
+  require(rows.is_contiguous(), op, "expects packed rows", rows);
+  require_i32(op, ids);
+  require(ids.rows_contiguous(), op, "expects contiguous ids", ids);
+  if (rows.ne[1] != ids.ne[0] || rows.ne[2] != ids.ne[1] || rows.ne[3] != 1)
+    fail("{}: rows {} do not match ids {}", op_name(op), shape_string(rows), shape_string(ids));
   if (n_expert <= 0 || computed.first < 0 || (computed.end >= 0 && computed.end < computed.first))
-    fail("expert_exchange: experts [{}, {}) of {} are not a range", computed.first, computed.end, n_expert);
-  Tensor* t = new_node(Op::kExpertExchange, Type::F32, {rows->ne[0], rows->ne[1], rows->ne[2], 1}, {rows, ids});
-  t->params[1].i = computed.first;
-  t->params[2].i = computed.end;
-  t->params[3].i = static_cast<int32_t>(n_expert);
+    fail("{}: experts [{}, {}) of {} are not a range", op_name(op), computed.first, computed.end, n_expert);
+}
+void set_exchange_params(Tensor& t, ExpertRange computed, int64_t n_expert) {
+  t.params[1].i = computed.first;
+  t.params[2].i = computed.end;
+  t.params[3].i = static_cast<int32_t>(n_expert);
+}
+}  // namespace
+
+Tensor* Graph::expert_exchange(Tensor* rows, Tensor* ids, ExpertRange computed, int64_t n_expert, Tensor* sent) {
+  check_exchange(Op::kExpertExchange, *rows, *ids, computed, n_expert);
+  if (sent && (sent->op != Op::kExpertSend || sent->src[0] != rows || sent->src[1] != ids))
+    fail("expert_exchange: {} is not the expert_send of these rows", sent->name);
+  Tensor* t = new_node(Op::kExpertExchange, Type::F32, {rows->ne[0], rows->ne[1], rows->ne[2], 1}, {rows, ids, sent});
+  set_exchange_params(*t, computed, n_expert);
+  return t;
+}
+
+Tensor* Graph::expert_send(Tensor* rows, Tensor* ids, ExpertRange computed, int64_t n_expert) {
+  check_exchange(Op::kExpertSend, *rows, *ids, computed, n_expert);
+  Tensor* t = new_node(Op::kExpertSend, Type::I32, {1, 1, 1, 1}, {rows, ids});
+  set_exchange_params(*t, computed, n_expert);
   return t;
 }
 

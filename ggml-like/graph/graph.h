@@ -103,8 +103,12 @@ class Graph {
   // rows f32 [N, k, T], a mul_mat_id's result over ids i32 [k, T] with E experts whose rows for
   // experts in `computed` this process computed -> f32 [N, k, T], every row: the backend's
   // ExpertExchange (backend/expert_exchange.h) sends this process's rows to the other processes
-  // and receives theirs.
-  Tensor* expert_exchange(Tensor* rows, Tensor* ids, ExpertRange computed, int64_t n_expert);
+  // and receives theirs. With `sent` (expert_send's result for the same rows), the rows left at
+  // that node and this one only receives: the nodes between them compute while the rows travel.
+  Tensor* expert_exchange(Tensor* rows, Tensor* ids, ExpertRange computed, int64_t n_expert, Tensor* sent = nullptr);
+  // The sending half of expert_exchange (same operands); its result (one i32) means nothing but
+  // the order: give it to the expert_exchange that completes the rows.
+  Tensor* expert_send(Tensor* rows, Tensor* ids, ExpertRange computed, int64_t n_expert);
   // a f32 [D, H, T], positions i32 [T], optional per-pair frequency divisors f32 [n_rot / 2].
   Tensor* rope(Tensor* a, Tensor* positions, const RopeParams& p, Tensor* freq_factors = nullptr);
   // a f32 [E, T] -> i32 [k, T], largest first (ties: lower index first).

@@ -20,10 +20,11 @@ std::string rank_summary(const Model& model, const ExchangeStats& exchange, int6
   const double steps = moe_layers > 0 ? static_cast<double>(exchange.exchanges) / static_cast<double>(moe_layers) : 0;
   if (steps > 0 && tokens > 0)
     s += fmt::format(
-        "; exchange: {:.3f} MB per token sent and received, {:.2f} ms per step over {:.0f} steps "
-        "({:.1f}% of {:.2f} s)",
+        "; exchange: {:.3f} MB per token sent and received, {:.2f} ms per step ({:.2f} ms of it waiting for "
+        "the rows) over {:.0f} steps ({:.1f}% of {:.2f} s)",
         static_cast<double>(exchange.bytes_sent + exchange.bytes_received) / 1e6 / static_cast<double>(tokens),
-        exchange.seconds * 1000 / steps, steps, seconds > 0 ? 100 * exchange.seconds / seconds : 0.0, seconds);
+        exchange.seconds * 1000 / steps, exchange.wait_seconds * 1000 / steps, steps,
+        seconds > 0 ? 100 * exchange.seconds / seconds : 0.0, seconds);
   return s;
 }
 

@@ -14,6 +14,9 @@ struct ExpertShare {
   int rank = 0;
   int ranks = 1;
   std::shared_ptr<ggl::ExpertExchange> exchange;  // the other ranks' rows (ranks > 1)
+  // Send the rank's rows and compute the shared experts while they travel (else exchange, then
+  // compute): LATTE_EP_OVERLAP=0, for measuring one against the other.
+  bool overlap = true;
 };
 
 // Rank r of N takes experts [r E / N, (r + 1) E / N) of each layer: sizes differ by at most one.

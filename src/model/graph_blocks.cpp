@@ -47,7 +47,7 @@ void prefetch_experts(ggl::Graph& g, const NextExperts& next, const MoeConfig& m
 }
 
 ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const MoeConfig& moe,
-                     const NextExperts* next, ggl::ExpertRange own) {
+                     const NextExperts* next, ggl::ExpertRange own, bool overlap) {
   const int64_t E = moe.n_expert, k = moe.n_expert_used, T = x->ne[1], D = x->ne[0];
   const Routing routing = route(g, x, l, moe);
   routing.logits->name = kMoeRouterLogits;
@@ -66,7 +66,18 @@ ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const
   if (next) prefetch_experts(g, *next, moe);  // after this layer's experts are in place
   ggl::Tensor* up = g.mul_mat_id(weight(g, l.ffn_up_exps), x3, ids, own);
   ggl::Tensor* down = g.mul_mat_id(weight(g, l.ffn_down_exps), g.swiglu(gate, up), ids, own);  // [D, k, T]
-  if (!own.all(E)) down = g.expert_exchange(down, ids, own, E);                                // the other ranks' rows
+  // The shared experts take the routed experts' activation precision: 8-bit activations there kept
+  // every fixture within its bounds, as they did not in the dense layers' FFN or the attention
+  // (docs/cpu-kernels.md, "Which precision each product uses").
+  const auto shared_experts = [&] {
+    return swiglu_ffn(g, x, l.ffn_gate_shexp, l.ffn_up_shexp, l.ffn_down_shexp, ggl::ActivationPrecision::kCoarse);
+  };
+  ggl::Tensor* shared = nullptr;
+  if (!own.all(E)) {  // the other ranks' rows: sent, the shared experts computed while they travel, received
+    ggl::Tensor* sent = overlap ? g.expert_send(down, ids, own, E) : nullptr;
+    if (l.ffn_gate_shexp) shared = shared_experts();
+    down = g.expert_exchange(down, ids, own, E, sent);
+  }
   ggl::Tensor* weighted = g.mul(down, w);
 
   // Sum over the k chosen experts.
@@ -76,12 +87,7 @@ ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const
     ggl::Tensor* slot = g.view(weighted, {D, T, 1, 1}, {sizeof(float), col * k, col * k * T, col * k * T}, col * i);
     out = out ? g.add(out, slot) : slot;
   }
-  // The shared experts take the routed experts' activation precision: 8-bit activations there kept
-  // every fixture within its bounds, as they did not in the dense layers' FFN or the attention
-  // (docs/cpu-kernels.md, "Which precision each product uses").
-  if (l.ffn_gate_shexp)
-    out = g.add(
-        out, swiglu_ffn(g, x, l.ffn_gate_shexp, l.ffn_up_shexp, l.ffn_down_shexp, ggl::ActivationPrecision::kCoarse));
+  if (l.ffn_gate_shexp) out = g.add(out, shared ? shared : shared_experts());
   return out;
 }
 

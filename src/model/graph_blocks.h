@@ -67,9 +67,11 @@ struct NextExperts {
 // The hint for next's experts (Graph::prefetch).
 void prefetch_experts(ggl::Graph& g, const NextExperts& next, const MoeConfig& moe);
 // Expert parallelism (expert_share.h): with `own` less than all the experts, the routed
-// products compute the pairs routed to `own` and an expert_exchange node brings the other ranks'.
+// products compute the pairs routed to `own` and an expert_exchange node brings the other ranks';
+// with `overlap`, the rows are sent first (expert_send) and the shared experts computed while they
+// travel.
 ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const MoeConfig& moe,
-                     const NextExperts* next = nullptr, ggl::ExpertRange own = {});
+                     const NextExperts* next = nullptr, ggl::ExpertRange own = {}, bool overlap = true);
 // The rotation frequencies of the file's RoPE (base, linear or YaRN scaling) over the first n_rot
 // dims, without any magnitude factor: the architectures add their YaRN temperature on top, and a
 // cache shift re-rotates with exactly these.

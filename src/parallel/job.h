@@ -17,9 +17,11 @@ struct ExchangeStats {
   int64_t exchanges = 0;  // expert_exchange nodes run (one per MoE layer and step)
   size_t bytes_sent = 0;
   size_t bytes_received = 0;
-  double seconds = 0;  // in the exchange: packing, sending, and waiting for the other ranks' rows
+  double seconds = 0;       // in the exchange: packing, sending, and waiting for the other ranks' rows
+  double wait_seconds = 0;  // of those, waiting at the receipt (after the nodes between send and receipt)
   ExchangeStats since(const ExchangeStats& e) const {
-    return {exchanges - e.exchanges, bytes_sent - e.bytes_sent, bytes_received - e.bytes_received, seconds - e.seconds};
+    return {exchanges - e.exchanges, bytes_sent - e.bytes_sent, bytes_received - e.bytes_received, seconds - e.seconds,
+            wait_seconds - e.wait_seconds};
   }
 };
 

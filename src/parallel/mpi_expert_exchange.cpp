@@ -25,8 +25,8 @@ static_assert(sizeof(Header) == kHeader * sizeof(float));
 
 }  // namespace
 
-void MpiExpertExchange::exchange(ggl::Tensor& rows, const ggl::Tensor& ids, ggl::ExpertRange computed,
-                                 int64_t n_expert) {
+void MpiExpertExchange::send(const ggl::Tensor& rows, const ggl::Tensor& ids, ggl::ExpertRange computed,
+                             int64_t n_expert) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
   const int me = job_.rank(), ranks = job_.size();
@@ -35,75 +35,92 @@ void MpiExpertExchange::exchange(ggl::Tensor& rows, const ggl::Tensor& ids, ggl:
   if (computed.first != mine.first || computed.end != mine.end)
     ggl::fail("rank {}: the graph computed experts [{}, {}) but the rank holds [{}, {})", me, computed.first,
               computed.end, mine.first, mine.end);
+  if (in_flight_) ggl::fail("rank {}: expert rows sent before the last exchange received its own", me);
   ++stats_.exchanges;
 
-  // Which rank computed each row (slot i of token t is row i + k t), and the routing's hash.
-  std::vector<int> owner(static_cast<size_t>(k * T));
-  std::vector<uint32_t> count(static_cast<size_t>(ranks), 0);
-  uint64_t routing = job_hash(std::string_view(reinterpret_cast<const char*>(&n_expert), sizeof n_expert));
+  // Which rank computed each row, and the routing's hash.
+  owner_.assign(static_cast<size_t>(k * T), 0);
+  count_.assign(static_cast<size_t>(ranks), 0);
+  routing_ = job_hash(std::string_view(reinterpret_cast<const char*>(&n_expert), sizeof n_expert));
   for (int64_t t = 0; t < T; ++t) {
     const int32_t* row_ids = ids.i32_row(t);
-    routing = job_hash(std::string_view(reinterpret_cast<const char*>(row_ids), static_cast<size_t>(k) * 4), routing);
+    routing_ = job_hash(std::string_view(reinterpret_cast<const char*>(row_ids), static_cast<size_t>(k) * 4), routing_);
     for (int64_t i = 0; i < k; ++i) {
       const int32_t e = row_ids[i];
       if (e < 0 || e >= n_expert) ggl::fail("rank {}: expert id {} of token {} is not one of {}", me, e, t, n_expert);
       const int r = expert_owner(e, n_expert, ranks);
-      owner[static_cast<size_t>(i + k * t)] = r;
-      ++count[static_cast<size_t>(r)];
+      owner_[static_cast<size_t>(i + k * t)] = r;
+      ++count_[static_cast<size_t>(r)];
     }
   }
-  const size_t row_floats = static_cast<size_t>(D);
-  const auto row = [&](size_t j) { return reinterpret_cast<float*>(rows.bytes()) + j * row_floats; };
 
   // One message for every other rank: the header, then this rank's rows in row order.
-  const Header mine_header{routing, count[static_cast<size_t>(me)], 0};
-  send_.resize(kHeader + mine_header.rows * row_floats);
-  std::memcpy(send_.data(), &mine_header, sizeof mine_header);
+  const auto row_floats = static_cast<size_t>(D);
+  const Header header{routing_, count_[static_cast<size_t>(me)], 0};
+  send_.resize(kHeader + header.rows * row_floats);
+  std::memcpy(send_.data(), &header, sizeof header);
   float* out = send_.data() + kHeader;
-  for (size_t j = 0; j < owner.size(); ++j)
-    if (owner[j] == me) {
-      std::memcpy(out, row(j), row_floats * sizeof(float));
+  for (size_t j = 0; j < owner_.size(); ++j)
+    if (owner_[j] == me) {
+      std::memcpy(out, reinterpret_cast<const float*>(rows.bytes()) + j * row_floats, row_floats * sizeof(float));
       out += row_floats;
     }
 
   receive_.resize(static_cast<size_t>(ranks));
-  std::vector<MPI_Request> requests;
-  std::vector<int> peers;
+  requests_.clear();
+  peers_.clear();
   for (int r = 0; r < ranks; ++r) {
     if (r == me) continue;
     std::vector<float>& in = receive_[static_cast<size_t>(r)];
-    in.resize(kHeader + count[static_cast<size_t>(r)] * row_floats);
-    requests.emplace_back();
-    peers.push_back(r);
-    MPI_Irecv(in.data(), static_cast<int>(in.size()), MPI_FLOAT, r, kTag, job_.comm(), &requests.back());
+    in.resize(kHeader + count_[static_cast<size_t>(r)] * row_floats);
+    requests_.emplace_back();
+    peers_.push_back(r);
+    MPI_Irecv(in.data(), static_cast<int>(in.size()), MPI_FLOAT, r, kTag, job_.comm(), &requests_.back());
   }
   for (int r = 0; r < ranks; ++r) {
     if (r == me) continue;
-    requests.emplace_back();
-    peers.push_back(r);
-    MPI_Isend(send_.data(), static_cast<int>(send_.size()), MPI_FLOAT, r, kTag, job_.comm(), &requests.back());
+    requests_.emplace_back();
+    peers_.push_back(r);
+    MPI_Isend(send_.data(), static_cast<int>(send_.size()), MPI_FLOAT, r, kTag, job_.comm(), &requests_.back());
   }
-  job_.wait(requests, peers, fmt::format("expert exchange {}", stats_.exchanges), job_.timeout());
+  in_flight_ = true;
+  stats_.bytes_sent += send_.size() * sizeof(float) * static_cast<size_t>(ranks - 1);
+  stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+}
 
-  for (int r = 0; r < ranks; ++r) {
+void MpiExpertExchange::receive(ggl::Tensor& rows, const ggl::Tensor& ids, ggl::ExpertRange computed,
+                                int64_t n_expert) {
+  (void)ids;  // the routing sent with the rows is the one send() read from them
+  (void)computed;
+  (void)n_expert;
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  const int me = job_.rank();
+  if (!in_flight_) ggl::fail("rank {}: expert rows received without being sent", me);
+  in_flight_ = false;
+  job_.wait(requests_, peers_, fmt::format("expert exchange {}", stats_.exchanges), job_.timeout());
+  const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+
+  const auto row_floats = static_cast<size_t>(rows.ne[0]);
+  for (int r = 0; r < job_.size(); ++r) {
     if (r == me) continue;
     const std::vector<float>& in = receive_[static_cast<size_t>(r)];
     Header h{};
     std::memcpy(&h, in.data(), sizeof h);
-    if (h.routing != routing || h.rows != count[static_cast<size_t>(r)])
+    if (h.routing != routing_ || h.rows != count_[static_cast<size_t>(r)])
       ggl::fail(
           "rank {}: rank {} routed the tokens of expert exchange {} differently: the ranks diverged (were they "
           "given the same options and seed?)",
           me, r, stats_.exchanges);
     const float* from = in.data() + kHeader;
-    for (size_t j = 0; j < owner.size(); ++j)
-      if (owner[j] == r) {
-        std::memcpy(row(j), from, row_floats * sizeof(float));
+    for (size_t j = 0; j < owner_.size(); ++j)
+      if (owner_[j] == r) {
+        std::memcpy(reinterpret_cast<float*>(rows.bytes()) + j * row_floats, from, row_floats * sizeof(float));
         from += row_floats;
       }
     stats_.bytes_received += in.size() * sizeof(float);
   }
-  stats_.bytes_sent += send_.size() * sizeof(float) * static_cast<size_t>(ranks - 1);
+  stats_.wait_seconds += waited;
   stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
 }
 

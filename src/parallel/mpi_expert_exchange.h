@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <mpi.h>
+
 #include "ggml-like/backend/expert_exchange.h"
 #include "src/parallel/job.h"
 
@@ -17,14 +19,24 @@ class MpiJob;
 class MpiExpertExchange final : public ggl::ExpertExchange {
  public:
   explicit MpiExpertExchange(const MpiJob& job) : job_(job) {}
-  void exchange(ggl::Tensor& rows, const ggl::Tensor& ids, ggl::ExpertRange computed, int64_t n_expert) override;
+  // Packs this rank's rows, posts their sends to every other rank and the receipts of theirs.
+  void send(const ggl::Tensor& rows, const ggl::Tensor& ids, ggl::ExpertRange computed, int64_t n_expert) override;
+  // Waits for the other ranks' rows (--mpi-timeout) and writes them into `rows`.
+  void receive(ggl::Tensor& rows, const ggl::Tensor& ids, ggl::ExpertRange computed, int64_t n_expert) override;
   ExchangeStats stats() const { return stats_; }
 
  private:
   const MpiJob& job_;
   ExchangeStats stats_;
+  // The exchange in flight, from send() to receive().
+  bool in_flight_ = false;
+  uint64_t routing_ = 0;         // hash of the ids
+  std::vector<int> owner_;       // per row (slot i of token t: i + k t), the rank that computed it
+  std::vector<uint32_t> count_;  // rows per rank
   std::vector<float> send_;
   std::vector<std::vector<float>> receive_;  // per rank
+  std::vector<MPI_Request> requests_;
+  std::vector<int> peers_;
 };
 
 }  // namespace latte

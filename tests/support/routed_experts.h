@@ -71,8 +71,9 @@ struct Experts {
 
   // Runs the block on `backend`, the leaves on the real weights or on the poisoned ones; with
   // `only`, the products compute the pairs routed to those experts, and an expert_exchange node
-  // (the backend's exchange) completes the rows.
-  std::vector<float> run(ggl::CpuBackend& backend, bool poisoned, ggl::ExpertRange only = {}) {
+  // (the backend's exchange) completes the rows; with `split`, an expert_send node sends them first
+  // and a product of x runs between the two.
+  std::vector<float> run(ggl::CpuBackend& backend, bool poisoned, ggl::ExpertRange only = {}, bool split = false) {
     Graph g;
     const auto leaf = [&](Stack& s, const char* name) {
       return g.external(s.type, std::vector<int64_t>{s.K, s.N, s.E}, poisoned ? s.poison.data() : s.real.data(), name);
@@ -82,7 +83,11 @@ struct Experts {
     Tensor* h =
         g.swiglu(g.mul_mat_id(leaf(gate, "gate_exps"), xt, it, only), g.mul_mat_id(leaf(up, "up_exps"), xt, it, only));
     Tensor* out = g.mul_mat_id(leaf(down, "down_exps"), h, it, only);
-    if (!only.all(E)) out = g.expert_exchange(out, it, only, E);
+    if (!only.all(E)) {
+      Tensor* sent = split ? g.expert_send(out, it, only, E) : nullptr;
+      if (split) g.mark_output(g.mul_mat_id(leaf(up, "up_exps"), xt, it));  // work while the rows travel
+      out = g.expert_exchange(out, it, only, E, sent);
+    }
     g.mark_output(out);
     backend.compute(g);
     const auto* p = static_cast<const float*>(out->data);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstdlib>
 #include <limits>
 #include <vector>
 
@@ -113,6 +114,10 @@ ModelOptions SessionFlags::model_options(const std::string& path, const std::str
   job.set_timeout(mpi_timeout);
   job.check_same("a model file", file_head_hash(path, ggl::GgufFile(path).data_offset()));
   o.expert_share = {job.rank(), job.size(), job.expert_exchange()};
+  if (const char* v = std::getenv("LATTE_EP_OVERLAP")) {  // for measuring (docs/scale-out.md)
+    if (std::string(v) != "0" && std::string(v) != "1") ggl::fail("LATTE_EP_OVERLAP={}: expected 0 or 1", v);
+    o.expert_share.overlap = std::string(v) == "1";
+  }
   // A budget bounds this rank's share (read at load when it fits), not the whole model.
   o.expert_cache = expert_cache_for(path, budget, /*with_note=*/false);
   return o;

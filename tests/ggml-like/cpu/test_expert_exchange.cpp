@@ -3,13 +3,15 @@
 // expert_exchange node. An exchange standing in for the other ranks fills the other rows from the
 // whole block's result; every rank's result must then equal the whole block's bit for bit (one
 // thread and a team, decode and prefill, three weight types, 1 to 4 ranks), the rows the rank
-// computed must already be the whole block's, and a pager must be asked only for the rank's
-// experts. An exchange that fails stops the graph with its error; a graph with an exchange node
-// but no exchange given is an error, not garbage.
+// computed must already be the whole block's when they are sent (with other work between the send
+// and the receipt, or none), and a pager must be asked only for the rank's experts. An exchange
+// that fails, at the send or the receipt, stops the graph with its error; a graph with an exchange
+// node but no exchange given is an error, not garbage.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,31 +28,38 @@ namespace test_expert_exchange {
 using latte::testing::Experts;
 using latte::testing::same_bits;
 
-// The other ranks, played from the whole block's result: rows outside `computed` are copied from
-// it; the rows inside must already hold it.
+// The other ranks, played from the whole block's result: at the send the rows inside `computed`
+// must already hold it; at the receipt the rows outside are copied from it.
 class WholeResultExchange final : public ggl::ExpertExchange {
  public:
   explicit WholeResultExchange(std::vector<float> whole) : whole_(std::move(whole)) {}
-  void exchange(ggl::Tensor& rows, const ggl::Tensor& ids, ggl::ExpertRange computed, int64_t n_expert) override {
-    ++calls;
-    const int64_t D = rows.ne[0], k = ids.ne[0];
-    auto* data = static_cast<float*>(rows.data);
-    for (int64_t t = 0; t < ids.ne[1]; ++t)
-      for (int64_t i = 0; i < k; ++i) {
-        float* row = data + (i + k * t) * D;
-        const float* want = whole_.data() + (i + k * t) * D;
-        if (computed.holds(ids.i32_row(t)[i], n_expert))
-          own_rows_right +=
-              std::equal(row, row + D, want, [](float a, float b) { return std::memcmp(&a, &b, 4) == 0; });
-        else
-          std::copy(want, want + D, row);
-        own_rows += computed.holds(ids.i32_row(t)[i], n_expert);
-      }
+  void send(const ggl::Tensor& rows, const ggl::Tensor& ids, ggl::ExpertRange computed, int64_t n_expert) override {
+    ++sends;
+    for_each_row(rows, ids, computed, n_expert, [&](float* row, const float* want, bool own) {
+      own_rows += own;
+      own_rows_right += own && std::memcmp(row, want, static_cast<size_t>(rows.ne[0]) * sizeof(float)) == 0;
+    });
   }
-  int calls = 0;
+  void receive(ggl::Tensor& rows, const ggl::Tensor& ids, ggl::ExpertRange computed, int64_t n_expert) override {
+    ++receipts;
+    EXPECT_EQ(receipts, sends) << "received before it was sent";
+    for_each_row(rows, ids, computed, n_expert, [&](float* row, const float* want, bool own) {
+      if (!own) std::copy(want, want + rows.ne[0], row);
+    });
+  }
+  int sends = 0, receipts = 0;
   int own_rows = 0, own_rows_right = 0;
 
  private:
+  // f(row, the whole block's row, whether the rank computed it), for every (slot, token) row.
+  template <typename F>
+  void for_each_row(const ggl::Tensor& rows, const ggl::Tensor& ids, ggl::ExpertRange computed, int64_t n_expert, F f) {
+    const int64_t D = rows.ne[0], k = ids.ne[0];
+    for (int64_t t = 0; t < ids.ne[1]; ++t)
+      for (int64_t i = 0; i < k; ++i)
+        f(static_cast<float*>(rows.data) + (i + k * t) * D, whole_.data() + (i + k * t) * D,
+          computed.holds(ids.i32_row(t)[i], n_expert));
+  }
   std::vector<float> whole_;
 };
 
@@ -68,17 +77,19 @@ TEST(ExpertExchange, RanksTogetherGiveTheWholeResult) {
         const std::vector<float> whole = ex.run(plain, false);
         ASSERT_TRUE(std::all_of(whole.begin(), whole.end(), [](float v) { return std::isfinite(v); }));
         for (int ranks = 2; ranks <= 4; ++ranks)
-          for (int r = 0; r < ranks; ++r) {
-            SCOPED_TRACE(std::string(ggl::type_name(type)) + ", " + std::to_string(tokens) + " tokens, " +
-                         std::to_string(threads) + " threads, rank " + std::to_string(r) + " of " +
-                         std::to_string(ranks));
-            auto exchange = std::make_shared<WholeResultExchange>(whole);
-            ggl::CpuBackend backend(threads);
-            backend.use_expert_exchange(exchange);
-            EXPECT_TRUE(same_bits(ex.run(backend, false, range_of(ex.E, r, ranks)), whole));
-            EXPECT_EQ(exchange->calls, 1);
-            EXPECT_EQ(exchange->own_rows_right, exchange->own_rows) << "the rank's own rows, as the whole block's";
-          }
+          for (int r = 0; r < ranks; ++r)
+            for (bool split : {false, true}) {
+              SCOPED_TRACE(std::string(ggl::type_name(type)) + ", " + std::to_string(tokens) + " tokens, " +
+                           std::to_string(threads) + " threads, rank " + std::to_string(r) + " of " +
+                           std::to_string(ranks) + (split ? ", sent first" : ""));
+              auto exchange = std::make_shared<WholeResultExchange>(whole);
+              ggl::CpuBackend backend(threads);
+              backend.use_expert_exchange(exchange);
+              EXPECT_TRUE(same_bits(ex.run(backend, false, range_of(ex.E, r, ranks), split), whole));
+              EXPECT_EQ(exchange->sends, 1);
+              EXPECT_EQ(exchange->receipts, 1);
+              EXPECT_EQ(exchange->own_rows_right, exchange->own_rows) << "the rank's own rows, as the whole block's";
+            }
       }
 }
 
@@ -120,46 +131,66 @@ TEST(ExpertExchange, APagerIsAskedOnlyForTheRanksExperts) {
   }
 }
 
+// Fails at the send or at the receipt.
 class FailingExchange final : public ggl::ExpertExchange {
  public:
-  void exchange(ggl::Tensor&, const ggl::Tensor&, ggl::ExpertRange, int64_t) override {
+  explicit FailingExchange(bool at_send) : at_send_(at_send) {}
+  void send(const ggl::Tensor&, const ggl::Tensor&, ggl::ExpertRange, int64_t) override {
+    if (at_send_) ggl::fail("rank 1 is gone (test)");
+  }
+  void receive(ggl::Tensor&, const ggl::Tensor&, ggl::ExpertRange, int64_t) override {
     ggl::fail("rank 1 did not answer (test)");
   }
+
+ private:
+  bool at_send_;
 };
 
 TEST(ExpertExchange, AFailingExchangeStopsTheGraphWithItsError) {
-  for (int threads : {1, 2}) {
-    Experts ex(ggl::Type::Q4_0, 40);
-    ggl::CpuBackend backend(threads);
-    backend.use_expert_exchange(std::make_shared<FailingExchange>());
-    try {
-      ex.run(backend, false, range_of(ex.E, 0, 2));
-      ADD_FAILURE() << "the graph ran through a failed exchange";
-    } catch (const ggl::Error& e) {
-      EXPECT_NE(std::string(e.what()).find("rank 1 did not answer"), std::string::npos) << e.what();
-    }
-    ggl::CpuBackend plain(threads);
-    EXPECT_TRUE(same_bits(ex.run(backend, false), ex.run(plain, false))) << "the backend computes the next graph";
-  }
+  for (int threads : {1, 2})
+    for (bool at_send : {false, true})
+      for (bool split : {false, true}) {
+        SCOPED_TRACE(std::to_string(threads) + " threads" + (at_send ? ", failing at the send" : "") +
+                     (split ? ", sent first" : ""));
+        Experts ex(ggl::Type::Q4_0, 40);
+        ggl::CpuBackend backend(threads);
+        backend.use_expert_exchange(std::make_shared<FailingExchange>(at_send));
+        try {
+          ex.run(backend, false, range_of(ex.E, 0, 2), split);
+          ADD_FAILURE() << "the graph ran through a failed exchange";
+        } catch (const ggl::Error& e) {
+          EXPECT_NE(std::string(e.what()).find(at_send ? "rank 1 is gone" : "rank 1 did not answer"), std::string::npos)
+              << e.what();
+        }
+        ggl::CpuBackend plain(threads);
+        EXPECT_TRUE(same_bits(ex.run(backend, false), ex.run(plain, false))) << "the backend computes the next graph";
+      }
 }
 
 TEST(ExpertExchange, WithoutAnExchangeAGraphThatNeedsOneIsAnError) {
   Experts ex(ggl::Type::F32, 3);
   ggl::CpuBackend backend(1);
   EXPECT_THROW(ex.run(backend, false, range_of(ex.E, 0, 2)), ggl::Error);
+  EXPECT_THROW(ex.run(backend, false, range_of(ex.E, 0, 2), true), ggl::Error);
 }
 
-TEST(ExpertExchange, TheGraphChecksRangesAndShapes) {
+TEST(ExpertExchange, TheGraphChecksRangesShapesAndSends) {
   ggl::Graph g;
   std::vector<float> rows(4 * 2 * 3);
   std::vector<int32_t> ids(2 * 3), wrong(3 * 3);
   ggl::Tensor* r = g.external(ggl::Type::F32, std::vector<int64_t>{4, 2, 3}, rows.data(), "rows");
+  ggl::Tensor* r2 = g.external(ggl::Type::F32, std::vector<int64_t>{4, 2, 3}, rows.data(), "rows2");
   ggl::Tensor* i = g.external(ggl::Type::I32, std::vector<int64_t>{2, 3}, ids.data(), "ids");
   ggl::Tensor* w = g.external(ggl::Type::I32, std::vector<int64_t>{3, 3}, wrong.data(), "wrong");
   EXPECT_NO_THROW(g.expert_exchange(r, i, {0, 4}, 8));
   EXPECT_THROW(g.expert_exchange(r, w, {0, 4}, 8), ggl::Error);  // rows [4, 2, 3], ids [3, 3]
   EXPECT_THROW(g.expert_exchange(r, i, {5, 4}, 8), ggl::Error);  // not a range
   EXPECT_THROW(g.expert_exchange(r, i, {0, 4}, 0), ggl::Error);  // no experts
+  EXPECT_THROW(g.expert_send(r, w, {0, 4}, 8), ggl::Error);
+  ggl::Tensor* sent = g.expert_send(r, i, {0, 4}, 8);
+  EXPECT_NO_THROW(g.expert_exchange(r, i, {0, 4}, 8, sent));
+  EXPECT_THROW(g.expert_exchange(r, i, {0, 4}, 8, i), ggl::Error);      // not a send
+  EXPECT_THROW(g.expert_exchange(r2, i, {0, 4}, 8, sent), ggl::Error);  // another tensor's send
 }
 
 }  // namespace test_expert_exchange
