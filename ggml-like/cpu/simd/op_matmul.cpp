@@ -363,6 +363,7 @@ void cpu_mul_mat_id(const Tensor& dst, const CpuThread& th) {
   if (n0 >= n1) return;
   const int64_t rows = n1 - n0;
   for (int64_t e = 0; e < E; ++e) {
+    if (start[e + 1] == start[e]) continue;  // not routed here (a paged or another rank's expert: no slice)
     if (l.panels && takes_panels(*l.gemm, w.type, start[e + 1] - start[e], l.invariant)) continue;  // done above
     const uint8_t* we = expert(e) + n0 * rb;
     if (l.gemm) {
