@@ -14,6 +14,7 @@
 #include "ggml-like/cuda/block_decode.h"
 #include "ggml-like/cuda/cuda_ops.h"
 #include "ggml-like/cuda/matmul_kernels.h"
+#include "ggml-like/graph/graph.h"
 
 namespace ggl::cuda {
 namespace {
