@@ -312,6 +312,10 @@ ExpertPager::Slot* ExpertPager::victim(int layer, bool ahead) {
 
 void ExpertPager::acquire(const ggl::Tensor& leaf, std::span<const int32_t> used, std::span<const uint8_t*> at) {
   const auto [layer, part] = leaves_.at(leaf.data);
+  for (const int32_t e : used)
+    if (!options_.owned.holds(e, layers_[static_cast<size_t>(layer)].n_expert))
+      ggl::fail("{}: layer {} asked for expert {}, which is not this rank's (experts [{}, {}))", path_, layer, e,
+                options_.owned.first, options_.owned.end);
   ++clock_;
   // A layer's three nodes (in the graph's order) form a round; its first counts the hits. A round
   // at or before the last one's layer starts a step (a graph).

@@ -81,7 +81,7 @@ class ExpertPager final : public ggl::PagedWeights {
     double half_life_steps = 8;
     bool prefetch = true;  // read the guessed experts ahead (else prefetch hints are ignored)
     // The experts of each layer it may read (expert parallelism: this rank's share); the cache
-    // has no more slots than they take.
+    // has no more slots than they take, and asking for another is an error.
     ggl::ExpertRange owned{};
     // LATTE_EXPERT_EVICTION=lru|lfu and LATTE_EXPERT_PREFETCH=0|1 over the defaults, for
     // measuring one against the other (docs/memory-budget.md). Throws ggl::Error on other values.

@@ -4,15 +4,18 @@
 // and with only its rank's share of the routed experts, exchanging the other rows with the other
 // ranks. With --deterministic, the shared model's logits must equal the whole model's bit for bit,
 // for one sequence (a chunked prompt, then decode steps) and for 8 sequences interleaved in one
-// batch session; and each rank must hold exactly its share of the experts, measured from the
-// process's page table: its cache slots resident for its experts only, and not one whole page of
-// the expert tensors in the process's mapping of the file.
+// batch session, and with a cache too small for the rank's share (read from the file as needed);
+// and each rank must hold exactly its share of the experts, measured from the process's page
+// table: its cache slots resident for its experts only, and not one whole page of the expert
+// tensors in the process's mapping of the file.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -49,9 +52,12 @@ latte::Job& job() {
   return j;
 }
 
-latte::Model shared_model(const fs::path& file) {
+// cache_bytes: a budget for the rank's expert cache below its share (read from the file as
+// needed), else room for the whole share (read at load).
+latte::Model shared_model(const fs::path& file, std::optional<size_t> cache_bytes = std::nullopt) {
   latte::ModelOptions o;
   o.expert_share = {job().rank(), job().size(), job().expert_exchange()};
+  o.expert_cache = cache_bytes;
   return latte::Model(file.string(), o);
 }
 
@@ -143,6 +149,32 @@ size_t resident_whole_pages(const void* data, size_t bytes) {
   const auto begin = reinterpret_cast<uintptr_t>(data), end = begin + bytes;
   const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
   return first < last ? latte::resident_in_memory(reinterpret_cast<const void*>(first), last - first) : 0;
+}
+
+// A rank whose budget holds a few of its experts reads the others from the file as they are
+// needed (and only its own: the cache refuses another rank's), with the same logits.
+TEST(ExpertParallel, AShareReadFromTheFileAsNeededGivesTheSameLogits) {
+  int64_t misses = 0;
+  for (const fs::path& file : deepseek2_fixtures()) {
+    const latte::Model whole(file.string());
+    const latte::Model probe = shared_model(file, size_t{1});  // no slot: its size, and the share
+    int64_t moe_layers = 0, fewest = INT64_MAX;  // the fewest experts a rank holds (every rank skips alike)
+    for (const latte::LayerWeights& l : probe.weights().layers) moe_layers += l.is_moe();
+    for (int r = 0; r < job().size(); ++r) {
+      const ggl::ExpertRange range = latte::rank_experts(probe.hparams().moe.n_expert, r, job().size());
+      fewest = std::min<int64_t>(fewest, (range.end - range.first) * moe_layers);
+    }
+    if (fewest < 2) continue;  // (3 or 4 ranks of a file with few experts)
+    const int64_t owned = (probe.own_experts().end - probe.own_experts().first) * moe_layers;
+    const latte::Model shared = shared_model(file, static_cast<size_t>(owned / 2) * probe.expert_pager()->slot_bytes());
+    ASSERT_EQ(shared.expert_pager()->slots(), owned / 2) << file.filename();
+    EXPECT_FALSE(shared.expert_pager()->preloaded()) << file.filename();
+    const std::vector<int32_t> tokens = tokens_for(whole, 24, 5);
+    EXPECT_TRUE(identical(one_sequence(whole, tokens), one_sequence(shared, tokens)))
+        << file.filename() << " on rank " << job().rank() << " of " << job().size();
+    misses += shared.expert_pager()->stats().misses;
+  }
+  EXPECT_GT(misses, 0) << "experts read as they were needed";
 }
 
 // What the process holds of the routed experts: its cache slots' resident pages, counted in
