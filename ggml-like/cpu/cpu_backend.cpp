@@ -269,7 +269,7 @@ void CpuBackend::compute(Graph& graph) {
   for (size_t i = 0; i < nodes.size(); ++i)
     need_barrier[i] |= paged[i] | send[i] | exchange[i];  // reading what came before
   for (char b : need_barrier) last_barriers_ += b;
-  std::exception_ptr failed;  // what the pager threw, on thread 0
+  std::exception_ptr failed;  // what the pager or the expert exchange threw, on thread 0
   std::unique_ptr<CpuBarrier> barrier;
 #pragma omp parallel num_threads(team)
   {

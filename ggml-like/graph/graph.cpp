@@ -241,8 +241,7 @@ Tensor* Graph::mul_mat_id(Tensor* w, Tensor* x, Tensor* ids, ExpertRange only) {
     fail("mul_mat_id: activations {} do not match ids {}", shape_string(*x), shape_string(*ids));
   if (x->ne[2] != ids->ne[1])
     fail("mul_mat_id: activations {} and ids {} differ in tokens", shape_string(*x), shape_string(*ids));
-  if (only.first < 0 || (only.end >= 0 && only.end < only.first))
-    fail("mul_mat_id: experts [{}, {}) are not a range", only.first, only.end);
+  if (!only.valid()) fail("mul_mat_id: experts [{}, {}) are not a range", only.first, only.end);
   Tensor* t = new_node(Op::kMulMatId, Type::F32, {w->ne[1], ids->ne[0], ids->ne[1], 1}, {w, x, ids});
   t->params[1].i = only.first;
   t->params[2].i = only.end;
@@ -257,7 +256,7 @@ void check_exchange(Op op, const Tensor& rows, const Tensor& ids, ExpertRange co
   require(ids.rows_contiguous(), op, "expects contiguous ids", ids);
   if (rows.ne[1] != ids.ne[0] || rows.ne[2] != ids.ne[1] || rows.ne[3] != 1)
     fail("{}: rows {} do not match ids {}", op_name(op), shape_string(rows), shape_string(ids));
-  if (n_expert <= 0 || computed.first < 0 || (computed.end >= 0 && computed.end < computed.first))
+  if (n_expert <= 0 || !computed.valid())
     fail("{}: experts [{}, {}) of {} are not a range", op_name(op), computed.first, computed.end, n_expert);
 }
 void set_exchange_params(Tensor& t, ExpertRange computed, int64_t n_expert) {

@@ -48,6 +48,7 @@ struct ExpertRange {
   int32_t end = -1;
   bool holds(int64_t e, int64_t n_expert) const { return e >= first && e < (end < 0 ? n_expert : end); }
   bool all(int64_t n_expert) const { return first == 0 && (end < 0 || end >= n_expert); }
+  bool valid() const { return first >= 0 && (end < 0 || end >= first); }
 };
 
 struct TopKParams {

@@ -87,10 +87,7 @@ ExpertPager::ExpertPager(const ggl::GgufFile& file, const ModelWeights& weights,
   }
   if (leaves_.empty()) ggl::fail("{}: no routed experts to page", path_);
   slot_bytes_ = part_capacity_[0] + part_capacity_[1] + part_capacity_[2];
-  size_t owned = 0;  // slots that can ever be used
-  for (const Layer& l : layers_)
-    for (int64_t e = 0; e < l.n_expert; ++e) owned += options_.owned.holds(e, l.n_expert);
-  const size_t slots = std::min(cache_bytes / slot_bytes_, owned);
+  const size_t slots = std::min(cache_bytes / slot_bytes_, owned_experts().size());  // no more than can be used
   if (slots > 0) {
     // Populated now: pages first touched by the reads would each be taken, in a memory cgroup near
     // its limit, from reclaim in the middle of a token (measured: the reads ran at a third of the
@@ -394,11 +391,16 @@ void ExpertPager::prefetch(const ggl::Tensor& leaf, std::span<const int32_t> lik
   }
 }
 
-bool ExpertPager::load_owned() {
-  std::vector<std::pair<int, int64_t>> owned;  // (layer, expert)
+std::vector<std::pair<int, int64_t>> ExpertPager::owned_experts() const {
+  std::vector<std::pair<int, int64_t>> owned;
   for (size_t l = 0; l < layers_.size(); ++l)
     for (int64_t e = 0; e < layers_[l].n_expert; ++e)
       if (options_.owned.holds(e, layers_[l].n_expert)) owned.emplace_back(static_cast<int>(l), e);
+  return owned;
+}
+
+bool ExpertPager::load_owned() {
+  const std::vector<std::pair<int, int64_t>> owned = owned_experts();
   if (owned.size() > slot_.size()) return false;
   std::vector<Slot*> reading;
   for (size_t i = 0; i < owned.size(); ++i)

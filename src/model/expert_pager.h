@@ -170,6 +170,7 @@ class ExpertPager final : public ggl::PagedWeights {
   void read_loop();
   size_t read_expert(const Read& r);  // on the reading thread; throws ggl::Error
   void check_unchanged() const;
+  std::vector<std::pair<int, int64_t>> owned_experts() const;  // (layer, expert) of every owned expert
   uint8_t* slot_base(int index) const { return buffer_.get() + static_cast<size_t>(index) * slot_bytes_; }
 
   std::string path_;

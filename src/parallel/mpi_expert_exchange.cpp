@@ -38,7 +38,12 @@ void MpiExpertExchange::send(const ggl::Tensor& rows, const ggl::Tensor& ids, gg
   if (in_flight_) ggl::fail("rank {}: expert rows sent before the last exchange received its own", me);
   ++stats_.exchanges;
 
-  // Which rank computed each row, and the routing's hash.
+  // Which rank computed each row, and the routing's hash. (The expert's owner looked up once per
+  // expert, not once per row.)
+  if (owner_of_expert_.size() != static_cast<size_t>(n_expert)) {
+    owner_of_expert_.resize(static_cast<size_t>(n_expert));
+    for (int64_t e = 0; e < n_expert; ++e) owner_of_expert_[static_cast<size_t>(e)] = expert_owner(e, n_expert, ranks);
+  }
   owner_.assign(static_cast<size_t>(k * T), 0);
   count_.assign(static_cast<size_t>(ranks), 0);
   routing_ = job_hash(std::string_view(reinterpret_cast<const char*>(&n_expert), sizeof n_expert));
@@ -48,7 +53,7 @@ void MpiExpertExchange::send(const ggl::Tensor& rows, const ggl::Tensor& ids, gg
     for (int64_t i = 0; i < k; ++i) {
       const int32_t e = row_ids[i];
       if (e < 0 || e >= n_expert) ggl::fail("rank {}: expert id {} of token {} is not one of {}", me, e, t, n_expert);
-      const int r = expert_owner(e, n_expert, ranks);
+      const int r = owner_of_expert_[static_cast<size_t>(e)];
       owner_[static_cast<size_t>(i + k * t)] = r;
       ++count_[static_cast<size_t>(r)];
     }

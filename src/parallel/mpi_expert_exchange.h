@@ -30,9 +30,10 @@ class MpiExpertExchange final : public ggl::ExpertExchange {
   ExchangeStats stats_;
   // The exchange in flight, from send() to receive().
   bool in_flight_ = false;
-  uint64_t routing_ = 0;         // hash of the ids
-  std::vector<int> owner_;       // per row (slot i of token t: i + k t), the rank that computed it
-  std::vector<uint32_t> count_;  // rows per rank
+  uint64_t routing_ = 0;              // hash of the ids
+  std::vector<int> owner_of_expert_;  // per expert of a layer, the rank that holds it
+  std::vector<int> owner_;            // per row (slot i of token t: i + k t), the rank that computed it
+  std::vector<uint32_t> count_;       // rows per rank
   std::vector<float> send_;
   std::vector<std::vector<float>> receive_;  // per rank
   std::vector<MPI_Request> requests_;

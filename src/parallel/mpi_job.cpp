@@ -103,25 +103,24 @@ void MpiJob::check_same(std::string_view what, uint64_t value) {
                 what);
 }
 
-uint64_t MpiJob::from_rank0(uint64_t value) {
+void MpiJob::from_rank0(void* data, int count, MPI_Datatype type, std::string_view what, double timeout) const {
   MPI_Request r = MPI_REQUEST_NULL;
-  check(MPI_Ibcast(&value, 1, MPI_UINT64_T, 0, comm(), &r), "broadcasting from rank 0");
+  check(MPI_Ibcast(data, count, type, 0, comm(), &r), "broadcasting from rank 0");
   const int root = 0;
-  wait({&r, 1}, {&root, 1}, "waiting for rank 0's value", timeout_);
+  wait({&r, 1}, {&root, 1}, what, timeout);
+}
+
+uint64_t MpiJob::from_rank0(uint64_t value) {
+  from_rank0(&value, 1, MPI_UINT64_T, "waiting for rank 0's value", timeout_);
   return value;
 }
 
 std::string MpiJob::text_from_rank0(const std::string& text) {
   const double forever = std::numeric_limits<double>::infinity();
-  const int root = 0;
   uint64_t size = text.size();
-  MPI_Request r = MPI_REQUEST_NULL;
-  check(MPI_Ibcast(&size, 1, MPI_UINT64_T, 0, comm(), &r), "broadcasting from rank 0");
-  wait({&r, 1}, {&root, 1}, "waiting for rank 0's input", forever);
+  from_rank0(&size, 1, MPI_UINT64_T, "waiting for rank 0's input", forever);
   std::string out = rank_ == 0 ? text : std::string(size, '\0');
-  if (size == 0) return out;
-  check(MPI_Ibcast(out.data(), static_cast<int>(size), MPI_CHAR, 0, comm(), &r), "broadcasting from rank 0");
-  wait({&r, 1}, {&root, 1}, "waiting for rank 0's input", forever);
+  if (size > 0) from_rank0(out.data(), static_cast<int>(size), MPI_CHAR, "waiting for rank 0's input", forever);
   return out;
 }
 

@@ -40,6 +40,9 @@ class MpiJob final : public Job {
   void wait(std::span<MPI_Request> requests, std::span<const int> peers, std::string_view what, double timeout) const;
 
  private:
+  // Rank 0's `count` values of `type` at `data`, on every rank (waiting as wait() does).
+  void from_rank0(void* data, int count, MPI_Datatype type, std::string_view what, double timeout) const;
+
   int rank_ = 0;
   int size_ = 1;
   double timeout_ = 60;

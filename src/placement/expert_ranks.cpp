@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ggml-like/core/error.h"
+#include "src/model/expert_share.h"
 #include "src/placement/byte_size.h"
 
 namespace latte {
@@ -13,9 +14,9 @@ std::vector<RankShare> split_experts(const RamPlan& ram, int64_t n_expert, int r
   for (int r = 0; r < ranks; ++r) {
     RankShare s;
     s.rank = r;
-    // Rank r takes experts [r E / N, (r + 1) E / N): sizes differ by at most one.
-    s.first_expert = n_expert * r / ranks;
-    s.experts = n_expert * (r + 1) / ranks - s.first_expert;
+    const ggl::ExpertRange range = rank_experts(n_expert, r, ranks);  // the ranks' own split
+    s.first_expert = range.first;
+    s.experts = range.end - range.first;
     // Every expert of a layer has the same size, so a rank's bytes are its share of each layer's.
     s.expert_bytes = n_expert > 0 ? static_cast<size_t>(static_cast<double>(ram.experts) *
                                                         static_cast<double>(s.experts) / static_cast<double>(n_expert))
