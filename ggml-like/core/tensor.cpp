@@ -32,6 +32,7 @@ std::string_view op_name(Op op) {
     case Op::kPrefetch: return "prefetch";
     case Op::kExpertSend: return "expert_send";
     case Op::kExpertExchange: return "expert_exchange";
+    case Op::kTokenGather: return "token_gather";
   }
   return "?";
 }

@@ -38,6 +38,7 @@ enum class Op : uint8_t {
   kPrefetch,        // no result: the slices of a paged weight some ids will likely use (paged_weights.h)
   kExpertSend,      // no result: a mul_mat_id's rows sent to the other processes (expert_exchange.h)
   kExpertExchange,  // a mul_mat_id's rows completed with those other processes computed (expert_exchange.h)
+  kTokenGather,     // this process's tokens and the other processes' (data parallelism, expert_exchange.h)
 };
 std::string_view op_name(Op op);
 

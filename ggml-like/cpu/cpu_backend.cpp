@@ -136,6 +136,7 @@ bool runs_on_thread0_only(const Tensor& n) {
     case Op::kPrefetch:        // thread 0 hands it to the pager
     case Op::kExpertSend:      // thread 0 sends the rows
     case Op::kExpertExchange:  // thread 0 exchanges the rows
+    case Op::kTokenGather:     // thread 0 gathers the tokens
       return true;
     default: return false;
   }
@@ -223,7 +224,7 @@ void CpuBackend::compute(Graph& graph) {
   std::vector<char> paged(nodes.size(), 0), hint(nodes.size(), 0), send(nodes.size(), 0), exchange(nodes.size(), 0);
   for (size_t i = 0; i < nodes.size(); ++i) {
     send[i] = nodes[i]->op == Op::kExpertSend;
-    exchange[i] = nodes[i]->op == Op::kExpertExchange;
+    exchange[i] = nodes[i]->op == Op::kExpertExchange || nodes[i]->op == Op::kTokenGather;
   }
   if (pager_)
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -258,7 +259,7 @@ void CpuBackend::compute(Graph& graph) {
       if (send[i])
         send_rows(*nodes[i]);
       else if (exchange[i])
-        exchange_rows(*nodes[i]);
+        meet_others(*nodes[i]);
       else
         cpu_run_node(*nodes[i], th);
       if (timed) profile_.run[i] = seconds_since(start);
@@ -314,7 +315,7 @@ void CpuBackend::compute(Graph& graph) {
         const Clock::time_point start = profiling ? Clock::now() : Clock::time_point{};
         if (th.ith == 0 && !failed) {
           try {
-            exchange_rows(*n);
+            meet_others(*n);
           } catch (...) {
             failed = std::current_exception();
           }
@@ -364,16 +365,22 @@ void CpuBackend::acquire_experts(const Tensor& node, std::vector<const uint8_t*>
 
 void CpuBackend::send_rows(const Tensor& node) const {
   if (!exchange_)
-    fail("{}: the graph exchanges expert rows, but no exchange was given to the backend", op_name(node.op));
-  exchange_->send(*node.src[0], *node.src[1], expert_range(node), exchange_experts(node));
+    fail("{}: the graph meets other processes, but no exchange was given to the backend", op_name(node.op));
+  exchange_->send(*node.src[0], *node.src[1], exchange_rows(node));
 }
 
-void CpuBackend::exchange_rows(const Tensor& node) const {
-  if (!node.src[2]) send_rows(node);  // no expert_send before it
-  const Tensor& rows = *node.src[0];
-  std::memcpy(node.data, rows.data, static_cast<size_t>(node.n_elements()) * sizeof(float));
+void CpuBackend::meet_others(const Tensor& node) const {
   Tensor& out = const_cast<Tensor&>(node);  // the node's own bytes, planned for it
-  exchange_->receive(out, *node.src[1], expert_range(node), exchange_experts(node));
+  if (node.op == Op::kTokenGather) {
+    if (!exchange_)
+      fail("{}: the graph meets other processes, but no exchange was given to the backend", op_name(node.op));
+    const Tensor* mine = node.src[0];
+    if (mine) std::memcpy(out.row(gather_first(node)), mine->data, mine->span_bytes());
+    return exchange_->gather(out, gather_first(node), mine ? mine->ne[1] : 0);
+  }
+  if (!node.src[2]) send_rows(node);  // no expert_send before it
+  std::memcpy(out.data, node.src[0]->data, static_cast<size_t>(node.n_elements()) * sizeof(float));
+  exchange_->receive(out, *node.src[1], exchange_rows(node));
 }
 
 void CpuBackend::prefetch_experts(const Tensor& node) const {

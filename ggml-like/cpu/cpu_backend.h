@@ -11,7 +11,8 @@
 // (use_paged_weights) runs after thread 0 has asked the pager for the experts its ids name, the
 // team meeting before and after; thread 0 hands a prefetch node's ids to the pager, and the team
 // does not wait for it. Thread 0 alone runs the expert exchange's nodes (use_expert_exchange): an
-// expert_send after the team met, the team going on; an expert_exchange between two meetings.
+// expert_send after the team met, the team going on; an expert_exchange or a token_gather between
+// two meetings.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -68,8 +69,9 @@ class CpuBackend final : public Backend {
   std::vector<char> barriers_needed(const Graph& graph, int n_threads) const;
   void acquire_experts(const Tensor& node, std::vector<const uint8_t*>& slices) const;
   void prefetch_experts(const Tensor& node) const;
-  void send_rows(const Tensor& node) const;      // an expert_send node, on one thread
-  void exchange_rows(const Tensor& node) const;  // an expert_exchange node, on one thread
+  void send_rows(const Tensor& node) const;  // an expert_send node, on one thread
+  // An expert_exchange or token_gather node, on one thread: the other processes' part.
+  void meet_others(const Tensor& node) const;
 
   int n_threads_;
   std::shared_ptr<const RepackedWeights> repacked_;

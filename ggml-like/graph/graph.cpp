@@ -249,36 +249,53 @@ Tensor* Graph::mul_mat_id(Tensor* w, Tensor* x, Tensor* ids, ExpertRange only) {
 }
 
 namespace {
-void check_exchange(Op op, const Tensor& rows, const Tensor& ids, ExpertRange computed, int64_t n_expert) {
+void check_exchange(Op op, const Tensor& rows, const Tensor& ids, const ExchangeRows& what) {
   require_f32_rows(op, rows);
   require(rows.is_contiguous(), op, "expects packed rows", rows);
   require_i32(op, ids);
   require(ids.rows_contiguous(), op, "expects contiguous ids", ids);
   if (rows.ne[1] != ids.ne[0] || rows.ne[2] != ids.ne[1] || rows.ne[3] != 1)
     fail("{}: rows {} do not match ids {}", op_name(op), shape_string(rows), shape_string(ids));
-  if (n_expert <= 0 || !computed.valid())
-    fail("{}: experts [{}, {}) of {} are not a range", op_name(op), computed.first, computed.end, n_expert);
+  if (what.n_expert <= 0 || !what.computed.valid())
+    fail("{}: experts [{}, {}) of {} are not a range", op_name(op), what.computed.first, what.computed.end,
+         what.n_expert);
 }
-void set_exchange_params(Tensor& t, ExpertRange computed, int64_t n_expert) {
-  t.params[1].i = computed.first;
-  t.params[2].i = computed.end;
-  t.params[3].i = static_cast<int32_t>(n_expert);
+void set_exchange_params(Tensor& t, const ExchangeRows& what) {
+  t.params[1].i = what.computed.first;
+  t.params[2].i = what.computed.end;
+  t.params[3].i = static_cast<int32_t>(what.n_expert);
+  t.params[4].i = what.gathered;
 }
 }  // namespace
 
-Tensor* Graph::expert_exchange(Tensor* rows, Tensor* ids, ExpertRange computed, int64_t n_expert, Tensor* sent) {
-  check_exchange(Op::kExpertExchange, *rows, *ids, computed, n_expert);
-  if (sent && (sent->op != Op::kExpertSend || sent->src[0] != rows || sent->src[1] != ids))
+Tensor* Graph::expert_exchange(Tensor* rows, Tensor* ids, ExchangeRows what, Tensor* sent) {
+  check_exchange(Op::kExpertExchange, *rows, *ids, what);
+  if (sent && (sent->op != Op::kExpertSend || sent->src[0] != rows || sent->src[1] != ids ||
+               exchange_rows(*sent).gathered != what.gathered))
     fail("expert_exchange: {} is not the expert_send of these rows", sent->name);
   Tensor* t = new_node(Op::kExpertExchange, Type::F32, {rows->ne[0], rows->ne[1], rows->ne[2], 1}, {rows, ids, sent});
-  set_exchange_params(*t, computed, n_expert);
+  set_exchange_params(*t, what);
   return t;
 }
 
-Tensor* Graph::expert_send(Tensor* rows, Tensor* ids, ExpertRange computed, int64_t n_expert) {
-  check_exchange(Op::kExpertSend, *rows, *ids, computed, n_expert);
+Tensor* Graph::expert_send(Tensor* rows, Tensor* ids, ExchangeRows what) {
+  check_exchange(Op::kExpertSend, *rows, *ids, what);
   Tensor* t = new_node(Op::kExpertSend, Type::I32, {1, 1, 1, 1}, {rows, ids});
-  set_exchange_params(*t, computed, n_expert);
+  set_exchange_params(*t, what);
+  return t;
+}
+
+Tensor* Graph::token_gather(Tensor* mine, int64_t width, int64_t first, int64_t total) {
+  const int64_t n = mine ? mine->ne[1] : 0;
+  if (mine) {
+    require_f32_rows(Op::kTokenGather, *mine);
+    require(mine->is_contiguous() && mine->ne[0] == width && mine->ne[2] == 1 && mine->ne[3] == 1, Op::kTokenGather,
+            "expects packed rows of the width gathered", *mine);
+  }
+  if (width <= 0 || first < 0 || first + n > total || total <= 0)
+    fail("token_gather: {} tokens at {} of {} are not a part of them", n, first, total);
+  Tensor* t = new_node(Op::kTokenGather, Type::F32, {width, total, 1, 1}, {mine});
+  t->params[0].i = static_cast<int32_t>(first);
   return t;
 }
 
@@ -357,7 +374,11 @@ ActivationPrecision activation_precision(const Tensor& product) {
 
 ExpertRange expert_range(const Tensor& t) { return {t.params[1].i, t.params[2].i}; }
 
-int64_t exchange_experts(const Tensor& t) { return t.params[3].i; }
+ExchangeRows exchange_rows(const Tensor& t) {
+  return {.computed = expert_range(t), .n_expert = t.params[3].i, .gathered = t.params[4].i != 0};
+}
+
+int64_t gather_first(const Tensor& t) { return t.params[0].i; }
 
 Tensor* Graph::concat(Tensor* a, Tensor* b, int dim) {
   require_f32_rows(Op::kConcat, *a);

@@ -51,6 +51,16 @@ struct ExpertRange {
   bool valid() const { return first >= 0 && (end < 0 || end >= first); }
 };
 
+// The rows an expert_exchange completes: this process computed those of the experts `computed`
+// of n_expert. `gathered`: the tokens are every process's own, gathered (token_gather), and each
+// process gets back only the rows of its own tokens (data parallelism); else every process has
+// every token and gets every row.
+struct ExchangeRows {
+  ExpertRange computed;
+  int64_t n_expert = 0;
+  bool gathered = false;
+};
+
 struct TopKParams {
   int k = 1;
   int n_groups = 1;       // > 1: group-limited selection (experts split into equal groups)
@@ -101,15 +111,21 @@ class Graph {
   // out[:, i, t] = w[:, :, ids[i, t]] x[:, i % S, t], for the pairs whose expert lies in `only`;
   // the other rows are left unwritten (for an expert_exchange to fill).
   Tensor* mul_mat_id(Tensor* w, Tensor* x, Tensor* ids, ExpertRange only = {});
-  // rows f32 [N, k, T], a mul_mat_id's result over ids i32 [k, T] with E experts whose rows for
-  // experts in `computed` this process computed -> f32 [N, k, T], every row: the backend's
-  // ExpertExchange (backend/expert_exchange.h) sends this process's rows to the other processes
-  // and receives theirs. With `sent` (expert_send's result for the same rows), the rows left at
-  // that node and this one only receives: the nodes between them compute while the rows travel.
-  Tensor* expert_exchange(Tensor* rows, Tensor* ids, ExpertRange computed, int64_t n_expert, Tensor* sent = nullptr);
+  // rows f32 [N, k, T], a mul_mat_id's result over ids i32 [k, T] whose rows for the experts
+  // what.computed of what.n_expert this process computed -> f32 [N, k, T], every row (or, gathered,
+  // every row of this process's tokens): the backend's ExpertExchange (backend/expert_exchange.h)
+  // sends this process's rows to the other processes and receives theirs. With `sent`
+  // (expert_send's result for the same rows), the rows left at that node and this one only
+  // receives: the nodes between them compute while the rows travel.
+  Tensor* expert_exchange(Tensor* rows, Tensor* ids, ExchangeRows what, Tensor* sent = nullptr);
   // The sending half of expert_exchange (same operands); its result (one i32) means nothing but
   // the order: give it to the expert_exchange that completes the rows.
-  Tensor* expert_send(Tensor* rows, Tensor* ids, ExpertRange computed, int64_t n_expert);
+  Tensor* expert_send(Tensor* rows, Tensor* ids, ExchangeRows what);
+  // Data parallelism: every process's tokens, f32 [width, total], this process's `mine` f32
+  // [width, n] at columns [first, first + n) and the others' received from them through the
+  // backend's ExpertExchange (whose token_counts() gave the counts). mine may be null (n = 0: a
+  // process without tokens of its own still serves its experts to the others).
+  Tensor* token_gather(Tensor* mine, int64_t width, int64_t first, int64_t total);
   // a f32 [D, H, T], positions i32 [T], optional per-pair frequency divisors f32 [n_rot / 2].
   Tensor* rope(Tensor* a, Tensor* positions, const RopeParams& p, Tensor* freq_factors = nullptr);
   // a f32 [E, T] -> i32 [k, T], largest first (ties: lower index first).
@@ -174,9 +190,11 @@ RopeArgs rope_args(const Tensor& t);
 TopKParams top_k_params(const Tensor& t);
 // The activation precision a kMulMat / kMulMatId tensor allows.
 ActivationPrecision activation_precision(const Tensor& product);
-// The experts a kMulMatId tensor computes, or a kExpertExchange tensor's process computed.
+// The experts a kMulMatId tensor computes.
 ExpertRange expert_range(const Tensor& t);
-// A kExpertExchange tensor's number of experts.
-int64_t exchange_experts(const Tensor& t);
+// What a kExpertSend / kExpertExchange tensor's rows are.
+ExchangeRows exchange_rows(const Tensor& t);
+// Where a kTokenGather tensor's own tokens start (their count: its source's, or 0 without one).
+int64_t gather_first(const Tensor& t);
 
 }  // namespace ggl

@@ -8,6 +8,10 @@
 // into sequence 0, and its rows copied into the others (BatchSession::copy_prefix) within T_PP;
 // then, as there, S_PP = PP / T_PP and N_KV = PP + B * TG (llama.cpp's cells; latte's sequences
 // hold copies, so the rows in memory are B * (PP + TG)).
+// Data-parallel (ranks > 1, `mpirun -np N latte batched-bench --dp-attention`): the B sequences
+// are spread over the ranks (sequence s on rank s % N, with its cache and attention), every rank
+// steps through the same schedule with its own sequences' tokens, and the MoE layers take every
+// rank's; the times are the step loop's, which every rank shares, so the speeds are the job's.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -26,6 +30,7 @@ struct BatchedBenchOptions {
   int64_t n_batch = 2048;   // -b: most tokens per prefill step
   bool pp_shared = false;   // -pps
   SessionOptions session;   // cache type, threads, MLA mode
+  int rank = 0, ranks = 1;  // data parallelism: this rank of `ranks` (session.data_parallel is set for it)
 };
 
 struct BatchedBenchResult {

@@ -1,4 +1,7 @@
 // latte: one binary, git-style subcommands (`latte info`, `latte run`, ...).
+#include <pthread.h>
+#include <signal.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -59,8 +62,8 @@ int run_across_ranks(latte::Job& job, const latte::cli::Command& cmd, int argc, 
   try {
     if (!cmd.across_ranks)
       ggl::fail(
-          "latte {} does not run across the ranks of an MPI job (run, chat, eval, perplexity, bench "
-          "and batched-bench do): start it without mpirun",
+          "latte {} does not run across the ranks of an MPI job (run, chat, serve, eval, perplexity, "
+          "bench and batched-bench do): start it without mpirun",
           cmd.name);
     std::string line;
     for (int i = 0; i < argc; ++i) line += std::string(argv[i]) + '\0';
@@ -110,6 +113,15 @@ int main(int argc, char** argv) {
   const latte::cli::Command* cmd = find_command(name);
   if (!cmd) return fail("unknown command '" + name + "' (latte --help lists them)");
   latte::Job* job = nullptr;
+  if (name == "serve") {
+    // serve takes SIGINT/SIGTERM with sigwait in a thread of its own, every other thread having
+    // them blocked: also the threads MPI starts when the job is joined, just below.
+    sigset_t shutdown;
+    sigemptyset(&shutdown);
+    sigaddset(&shutdown, SIGINT);
+    sigaddset(&shutdown, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &shutdown, nullptr);
+  }
   try {
     job = &latte::Job::get();
   } catch (const std::exception& e) {

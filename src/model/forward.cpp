@@ -57,7 +57,7 @@ MlaSpeeds mla_speeds(const Model& model, const ggl::Backend& backend) {
 namespace {
 
 ggl::Tensor* build_step(ggl::Graph& g, const Model& model, std::span<const SequenceBatch> sequences, bool all_logits,
-                        const ModelWeights* weights) {
+                        const ModelWeights* weights, const GatheredTokens* gathered) {
   if (sequences.empty()) ggl::fail("forward: no sequences");
   std::vector<int32_t> tokens, positions;
   std::vector<SequencePart> parts;
@@ -74,8 +74,14 @@ ggl::Tensor* build_step(ggl::Graph& g, const Model& model, std::span<const Seque
   const auto n_tokens = static_cast<int64_t>(tokens.size());
   ggl::Tensor* all_positions = g.input_i32(positions, "positions");
   const ModelWeights& w = weights ? *weights : model.weights();
-  const ForwardContext c{g,        model,     w, model.hparams(), parts, g.input_i32(tokens, "tokens"), all_positions,
-                         n_tokens, all_logits};
+  if (gathered && (gathered->first < 0 || gathered->first + n_tokens > gathered->total))
+    ggl::fail("forward: {} tokens at {} of the {} gathered are not a part of them", n_tokens, gathered->first,
+              gathered->total);
+  const ForwardContext c{
+      g,        model,      w,       model.hparams(), parts, g.input_i32(tokens, "tokens"), all_positions,
+      n_tokens, all_logits, gathered};
+  if (gathered && model.hparams().arch != Arch::kDeepseek2)
+    ggl::fail("forward: data parallelism needs a model with routed experts (deepseek2)");
   return model.hparams().arch == Arch::kLlama ? build_llama(c) : build_deepseek2(c);
 }
 
@@ -84,12 +90,26 @@ ggl::Tensor* build_step(ggl::Graph& g, const Model& model, std::span<const Seque
 ggl::Tensor* build_forward(ggl::Graph& g, const Model& model, const KvCache& cache, const ForwardBatch& batch,
                            const ModelWeights* weights) {
   const SequenceBatch one{&cache, batch.tokens, batch.n_past, batch.mla_path};
-  return build_step(g, model, {&one, 1}, batch.all_logits, weights);
+  return build_step(g, model, {&one, 1}, batch.all_logits, weights, nullptr);
 }
 
 ggl::Tensor* build_forward_sequences(ggl::Graph& g, const Model& model, std::span<const SequenceBatch> sequences,
-                                     bool all_logits, const ModelWeights* weights) {
-  return build_step(g, model, sequences, all_logits, weights);
+                                     bool all_logits, const ModelWeights* weights, const GatheredTokens* gathered) {
+  return build_step(g, model, sequences, all_logits, weights, gathered);
+}
+
+ggl::Tensor* build_expert_service(ggl::Graph& g, const Model& model, const GatheredTokens& gathered) {
+  const Hparams& hp = model.hparams();
+  if (hp.arch != Arch::kDeepseek2) ggl::fail("forward: data parallelism needs a model with routed experts (deepseek2)");
+  if (gathered.total <= 0 || gathered.first < 0 || gathered.first > gathered.total)
+    ggl::fail("forward: no tokens at {} of the {} gathered to serve", gathered.first, gathered.total);
+  ggl::Tensor* last = nullptr;
+  for (const LayerWeights& l : model.weights().layers)
+    if (l.is_moe())
+      last = moe_ffn(g, nullptr, l, hp.moe, nullptr, model.own_experts(), model.expert_share().overlap, &gathered);
+  if (!last) ggl::fail("forward: the model has no MoE layer to serve");
+  g.mark_output(last);
+  return last;
 }
 
 }  // namespace latte

@@ -64,13 +64,26 @@ struct SequenceBatch {
   MlaMode mla_path = MlaMode::kAbsorb;
 };
 
+// Data parallelism (docs/scale-out.md): this process's tokens of a step are [first, first + n)
+// of `total`, the tokens of every process of the job in process order; each MoE layer's router and
+// experts take all of them (Graph::token_gather) and give this process's rows back.
+struct GatheredTokens {
+  int64_t first = 0;
+  int64_t total = 0;
+};
+
 // One step over several sequences: the tokens of all of them go through every weight product
 // together (a matrix's or an expert's weights are read once for the whole step), and attention
 // runs per sequence over its own cache, each with its own path. Returns every token's logits
 // [n_vocab, total tokens] (all_logits) or each sequence's last token's [n_vocab, sequences], the
 // sequences in the order given, marked as a graph output. With one sequence the graph is
-// build_forward's.
+// build_forward's. With `gathered`, the MoE layers take every process's tokens.
 ggl::Tensor* build_forward_sequences(ggl::Graph& g, const Model& model, std::span<const SequenceBatch> sequences,
-                                     bool all_logits = true, const ModelWeights* weights = nullptr);
+                                     bool all_logits = true, const ModelWeights* weights = nullptr,
+                                     const GatheredTokens* gathered = nullptr);
+// A data-parallel step in which this process has no tokens (gathered.first's count is 0): its
+// experts still serve the other processes' tokens at every MoE layer. Returns the last layer's
+// node, marked as an output.
+ggl::Tensor* build_expert_service(ggl::Graph& g, const Model& model, const GatheredTokens& gathered);
 
 }  // namespace latte

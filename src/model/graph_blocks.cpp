@@ -47,9 +47,14 @@ void prefetch_experts(ggl::Graph& g, const NextExperts& next, const MoeConfig& m
 }
 
 ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const MoeConfig& moe,
-                     const NextExperts* next, ggl::ExpertRange own, bool overlap) {
-  const int64_t E = moe.n_expert, k = moe.n_expert_used, T = x->ne[1], D = x->ne[0];
-  const Routing routing = route(g, x, l, moe);
+                     const NextExperts* next, ggl::ExpertRange own, bool overlap, const GatheredTokens* gathered) {
+  const int64_t E = moe.n_expert, k = moe.n_expert_used, D = l.ffn_down_exps->ne[1];
+  const int64_t mine = x ? x->ne[1] : 0;
+  if (!x && !gathered) ggl::fail("moe_ffn: no tokens");
+  // Data parallelism: every process's tokens through the router and the routed experts.
+  ggl::Tensor* all = gathered ? g.token_gather(x, D, gathered->first, gathered->total) : x;
+  const int64_t T = all->ne[1];
+  const Routing routing = route(g, all, l, moe);
   routing.logits->name = kMoeRouterLogits;
   ggl::Tensor* probs = routing.probs;
   ggl::Tensor* ids = routing.ids;  // [k, T]
@@ -61,22 +66,30 @@ ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const
   }
   if (moe.weights_scale != 1.0f) w = g.scale(w, moe.weights_scale);
 
-  ggl::Tensor* x3 = g.reshape(x, {D, 1, T, 1});
+  ggl::Tensor* x3 = g.reshape(all, {D, 1, T, 1});
   ggl::Tensor* gate = g.mul_mat_id(weight(g, l.ffn_gate_exps), x3, ids, own);  // [F, k, T]
   if (next) prefetch_experts(g, *next, moe);  // after this layer's experts are in place
   ggl::Tensor* up = g.mul_mat_id(weight(g, l.ffn_up_exps), x3, ids, own);
   ggl::Tensor* down = g.mul_mat_id(weight(g, l.ffn_down_exps), g.swiglu(gate, up), ids, own);  // [D, k, T]
   // The shared experts take the routed experts' activation precision: 8-bit activations there kept
   // every fixture within its bounds, as they did not in the dense layers' FFN or the attention
-  // (docs/cpu-kernels.md, "Which precision each product uses").
+  // (docs/cpu-kernels.md, "Which precision each product uses"). They run on this process's tokens.
   const auto shared_experts = [&] {
     return swiglu_ffn(g, x, l.ffn_gate_shexp, l.ffn_up_shexp, l.ffn_down_shexp, ggl::ActivationPrecision::kCoarse);
   };
   ggl::Tensor* shared = nullptr;
   if (!own.all(E)) {  // the other ranks' rows: sent, the shared experts computed while they travel, received
-    ggl::Tensor* sent = overlap ? g.expert_send(down, ids, own, E) : nullptr;
-    if (l.ffn_gate_shexp) shared = shared_experts();
-    down = g.expert_exchange(down, ids, own, E, sent);
+    const ggl::ExchangeRows what{.computed = own, .n_expert = E, .gathered = gathered != nullptr};
+    ggl::Tensor* sent = overlap ? g.expert_send(down, ids, what) : nullptr;
+    if (l.ffn_gate_shexp && x) shared = shared_experts();
+    down = g.expert_exchange(down, ids, what, sent);
+  }
+  if (!x) return down;  // no tokens of this process's own: its experts served the others
+  if (gathered) {       // this process's tokens' rows
+    const size_t at = static_cast<size_t>(gathered->first);
+    down = g.view(down, {D, k, mine, 1}, {down->nb[0], down->nb[1], down->nb[2], down->nb[2] * mine}, at * down->nb[2]);
+    down->name = "own_rows";
+    w = g.view(w, {1, k, mine, 1}, {w->nb[0], w->nb[1], w->nb[2], w->nb[2] * mine}, at * w->nb[2]);
   }
   ggl::Tensor* weighted = g.mul(down, w);
 
@@ -84,7 +97,8 @@ ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const
   const size_t col = static_cast<size_t>(D) * sizeof(float);
   ggl::Tensor* out = nullptr;
   for (int64_t i = 0; i < k; ++i) {
-    ggl::Tensor* slot = g.view(weighted, {D, T, 1, 1}, {sizeof(float), col * k, col * k * T, col * k * T}, col * i);
+    ggl::Tensor* slot =
+        g.view(weighted, {D, mine, 1, 1}, {sizeof(float), col * k, col * k * mine, col * k * mine}, col * i);
     out = out ? g.add(out, slot) : slot;
   }
   if (l.ffn_gate_shexp) out = g.add(out, shared ? shared : shared_experts());

@@ -33,7 +33,8 @@ struct ForwardContext {
   ggl::Tensor* tokens;                  // i32 [n_tokens]
   ggl::Tensor* positions;               // i32 [n_tokens]: each part's positions in turn
   int64_t n_tokens;
-  bool all_logits;  // false: only each part's last token's logits
+  bool all_logits;                 // false: only each part's last token's logits
+  const GatheredTokens* gathered;  // data parallelism: the MoE layers take every process's tokens
 };
 
 // The columns of t (tokens along dimension dim) that belong to part p, as a view; t itself when
@@ -69,9 +70,13 @@ void prefetch_experts(ggl::Graph& g, const NextExperts& next, const MoeConfig& m
 // Expert parallelism (expert_share.h): with `own` less than all the experts, the routed
 // products compute the pairs routed to `own` and an expert_exchange node brings the other ranks';
 // with `overlap`, the rows are sent first (expert_send) and the shared experts computed while they
-// travel.
+// travel. With `gathered` (data parallelism), x holds this process's tokens only: the router and
+// the routed experts take every process's (token_gather), and the result is x's rows; a process
+// without tokens passes x = nullptr, and gets the exchange node, its experts having served the
+// others.
 ggl::Tensor* moe_ffn(ggl::Graph& g, ggl::Tensor* x, const LayerWeights& l, const MoeConfig& moe,
-                     const NextExperts* next = nullptr, ggl::ExpertRange own = {}, bool overlap = true);
+                     const NextExperts* next = nullptr, ggl::ExpertRange own = {}, bool overlap = true,
+                     const GatheredTokens* gathered = nullptr);
 // The rotation frequencies of the file's RoPE (base, linear or YaRN scaling) over the first n_rot
 // dims, without any magnitude factor: the architectures add their YaRN temperature on top, and a
 // cache shift re-rotates with exactly these.

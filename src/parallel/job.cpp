@@ -18,6 +18,7 @@ class SingleJob final : public Job {
   void check_same(std::string_view, uint64_t) override {}
   uint64_t from_rank0(uint64_t value) override { return value; }
   std::string text_from_rank0(const std::string& text) override { return text; }
+  std::vector<std::string> texts_to_rank0(const std::string& text, double) override { return {text}; }
   void meet(std::string_view, double) override {}
   std::shared_ptr<ggl::ExpertExchange> expert_exchange() override { return nullptr; }
   ExchangeStats exchange_stats() const override { return {}; }

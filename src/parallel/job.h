@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ggml-like/backend/expert_exchange.h"
 
@@ -15,13 +16,14 @@ namespace latte {
 // What a rank's expert exchange did: its share of the traffic and the time it spent there.
 struct ExchangeStats {
   int64_t exchanges = 0;  // expert_exchange nodes run (one per MoE layer and step)
+  int64_t gathers = 0;    // token_gather nodes run (data parallelism: one per MoE layer and step)
   size_t bytes_sent = 0;
   size_t bytes_received = 0;
-  double seconds = 0;       // in the exchange: packing, sending, and waiting for the other ranks' rows
-  double wait_seconds = 0;  // of those, waiting at the receipt (after the nodes between send and receipt)
+  double seconds = 0;       // meeting the others: packing, sending, and waiting for their tokens and rows
+  double wait_seconds = 0;  // of those, waiting at the receipts (after the nodes between send and receipt)
   ExchangeStats since(const ExchangeStats& e) const {
-    return {exchanges - e.exchanges, bytes_sent - e.bytes_sent, bytes_received - e.bytes_received, seconds - e.seconds,
-            wait_seconds - e.wait_seconds};
+    return {exchanges - e.exchanges,           gathers - e.gathers, bytes_sent - e.bytes_sent,
+            bytes_received - e.bytes_received, seconds - e.seconds, wait_seconds - e.wait_seconds};
   }
 };
 
@@ -50,6 +52,9 @@ class Job {
   // Rank 0's text, on every rank (chat's input). Waits as long as rank 0 takes (its user may be
   // typing); a rank that dies meanwhile still ends the job (mpirun does).
   virtual std::string text_from_rank0(const std::string& text) = 0;
+  // Every rank's text on rank 0, in rank order (the others get nothing), waiting `timeout` seconds
+  // for them (a server's ranks reporting a step).
+  virtual std::vector<std::string> texts_to_rank0(const std::string& text, double timeout) = 0;
   // Waits until every rank got here (or fails after `timeout` seconds, naming `what`).
   virtual void meet(std::string_view what, double timeout) = 0;
   // The rows of the other ranks' experts (nullptr alone), and what it did so far.

@@ -124,6 +124,31 @@ std::string MpiJob::text_from_rank0(const std::string& text) {
   return out;
 }
 
+std::vector<std::string> MpiJob::texts_to_rank0(const std::string& text, double timeout) {
+  const int anyone = -1;
+  uint64_t size = text.size();
+  std::vector<uint64_t> sizes(static_cast<size_t>(size_));
+  MPI_Request r = MPI_REQUEST_NULL;
+  check(MPI_Igather(&size, 1, MPI_UINT64_T, sizes.data(), 1, MPI_UINT64_T, 0, comm(), &r), "gathering on rank 0");
+  wait({&r, 1}, {&anyone, 1}, "gathering the ranks' reports", timeout);
+  std::vector<int> counts(static_cast<size_t>(size_)), offsets(static_cast<size_t>(size_));
+  size_t total = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    counts[i] = static_cast<int>(sizes[i]);
+    offsets[i] = static_cast<int>(total);
+    total += sizes[i];
+  }
+  std::string all(rank_ == 0 ? total : 0, '\0');
+  check(MPI_Igatherv(text.data(), static_cast<int>(size), MPI_CHAR, all.data(), counts.data(), offsets.data(), MPI_CHAR,
+                     0, comm(), &r),
+        "gathering on rank 0");
+  wait({&r, 1}, {&anyone, 1}, "gathering the ranks' reports", timeout);
+  std::vector<std::string> out;
+  if (rank_ == 0)
+    for (size_t i = 0; i < sizes.size(); ++i) out.push_back(all.substr(static_cast<size_t>(offsets[i]), sizes[i]));
+  return out;
+}
+
 void MpiJob::meet(std::string_view what, double timeout) {
   MPI_Request r = MPI_REQUEST_NULL;
   check(MPI_Ibarrier(comm(), &r), what);

@@ -26,6 +26,7 @@ class MpiJob final : public Job {
   void check_same(std::string_view what, uint64_t value) override;
   uint64_t from_rank0(uint64_t value) override;
   std::string text_from_rank0(const std::string& text) override;
+  std::vector<std::string> texts_to_rank0(const std::string& text, double timeout) override;
   void meet(std::string_view what, double timeout) override;
   std::shared_ptr<ggl::ExpertExchange> expert_exchange() override;
   ExchangeStats exchange_stats() const override;

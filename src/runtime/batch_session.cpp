@@ -23,6 +23,11 @@ BatchSession::BatchSession(const Model& model, int n_sequences, SessionOptions o
   backend_->use_prepared_weights(model.prepared_weights());
   backend_->use_paged_weights(model.expert_pager());             // routed experts beyond the memory budget
   backend_->use_expert_exchange(model.expert_share().exchange);  // the other ranks' experts (mpirun)
+  if (options_.data_parallel && (model.expert_share().ranks < 2 || !model.expert_share().exchange ||
+                                 model.hparams().arch != Arch::kDeepseek2 || model.hparams().moe.n_expert == 0))
+    ggl::fail(
+        "data-parallel attention needs a model with routed experts (deepseek2) shared by the ranks of an MPI job");
+  if (options_.data_parallel && offload_) ggl::fail("data-parallel attention runs on the CPU: drop -ngl / -ot");
   const int64_t tokens = pool.tokens > 0 ? pool.tokens : options_.n_ctx * n_sequences;
   const int64_t page_tokens = pool.page_tokens > 0
                                   ? pool.page_tokens
@@ -237,7 +242,7 @@ CachePoolStats BatchSession::pool_stats() const {
           .pages_reused = pages_reused_};
 }
 
-std::vector<float> BatchSession::step(std::span<const SequenceTokens> parts, Logits which) {
+std::vector<SequenceBatch> BatchSession::prepare_step(std::span<const SequenceTokens> parts) {
   const int64_t n_vocab = model_.hparams().n_vocab;
   std::vector<bool> listed(sequences_.size(), false);
   for (const SequenceTokens& p : parts) {
@@ -264,21 +269,58 @@ std::vector<float> BatchSession::step(std::span<const SequenceTokens> parts, Log
   }
 
   std::vector<SequenceBatch> batches;
-  int64_t total = 0;
   const MlaSpeeds speeds = mla_speeds(model_, *backend_);
   for (const SequenceTokens& p : parts) {
     const int64_t n = static_cast<int64_t>(p.tokens.size()), past = n_past(p.sequence);
     if (n == 0) continue;
     batches.push_back({sequence_at(p.sequence).cache.get(), p.tokens, past,
                        choose_mla_path(model_.hparams(), n, past, options_.mla_mode, speeds)});
-    total += n;
+  }
+  return batches;
+}
+
+GatheredTokens BatchSession::meet_other_ranks(int64_t tokens) const {
+  const ExpertShare& share = model_.expert_share();
+  const std::vector<int64_t> counts = share.exchange->token_counts(tokens);
+  if (counts.size() != static_cast<size_t>(share.ranks) || counts[static_cast<size_t>(share.rank)] != tokens)
+    ggl::fail("rank {}: the ranks' token counts do not match the job", share.rank);
+  GatheredTokens at;
+  for (size_t r = 0; r < counts.size(); ++r) {
+    if (static_cast<int>(r) < share.rank) at.first += counts[r];
+    at.total += counts[r];
+  }
+  return at;
+}
+
+std::vector<float> BatchSession::step(std::span<const SequenceTokens> parts, Logits which) {
+  const int64_t n_vocab = model_.hparams().n_vocab;
+  std::vector<SequenceBatch> batches;
+  try {
+    batches = prepare_step(parts);
+  } catch (const ggl::Error&) {
+    // The other ranks still meet this one at every MoE layer of the step: it serves its experts.
+    if (options_.data_parallel) step({}, which);
+    throw;
+  }
+  int64_t total = 0;
+  for (const SequenceBatch& b : batches) total += static_cast<int64_t>(b.tokens.size());
+  std::optional<GatheredTokens> gathered;
+  if (options_.data_parallel) {
+    gathered = meet_other_ranks(total);
+    if (gathered->total > 0 && total == 0) {  // none of this rank's own: its experts serve the others
+      ggl::Graph graph;
+      graph.set_batch_invariant(options_.deterministic);
+      build_expert_service(graph, model_, *gathered);
+      backend_->compute(graph);
+    }
   }
   if (total == 0) return {};
 
   ggl::Graph graph;
   graph.set_batch_invariant(options_.deterministic);
-  ggl::Tensor* out = build_forward_sequences(graph, model_, batches, which == Logits::kAll,
-                                             device_weights_ ? &device_weights_->weights() : nullptr);
+  ggl::Tensor* out =
+      build_forward_sequences(graph, model_, batches, which == Logits::kAll,
+                              device_weights_ ? &device_weights_->weights() : nullptr, gathered ? &*gathered : nullptr);
   backend_->compute(graph);
   const int64_t rows = which == Logits::kAll ? total : static_cast<int64_t>(batches.size());
   std::vector<float> logits(static_cast<size_t>(rows * n_vocab));

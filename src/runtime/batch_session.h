@@ -64,6 +64,8 @@ class BatchSession {
   // every sequence unchanged, for an unknown or repeated sequence, a token outside the vocabulary,
   // or tokens that do not fit in a sequence's context, and when the pool has no page left for them
   // ("the cache pool is full"; reserve() first to know). A listed sequence stops being evictable.
+  // Data-parallel (SessionOptions::data_parallel): a step meets the other ranks' steps, also one
+  // without tokens, and one that fails so (the others go on without this rank's tokens).
   std::vector<float> step(std::span<const SequenceTokens> parts, Logits which = Logits::kAll);
 
   int n_sequences() const { return static_cast<int>(sequences_.size()); }
@@ -133,6 +135,10 @@ class BatchSession {
   // published earlier.
   void publish_pages(Sequence& s);
   size_t page_tokens() const { return static_cast<size_t>(pool_->page_tokens()); }
+  // The step's checks and pages; returns each part's batch.
+  std::vector<SequenceBatch> prepare_step(std::span<const SequenceTokens> parts);
+  // Data-parallel: where this rank's `tokens` lie among every rank's of the step (met here).
+  GatheredTokens meet_other_ranks(int64_t tokens) const;
 
   const Model& model_;
   SessionOptions options_;

@@ -34,6 +34,12 @@ struct SessionOptions {
   // logits are bit-identical whatever else shares its graphs, however its prompt is chunked and
   // however many threads run it (docs/batching.md). CPU only.
   bool deterministic = false;
+  // Data parallelism across the ranks of an MPI job (--dp-attention, docs/scale-out.md): a
+  // BatchSession's sequences are this rank's own, with their caches and attention, and every step
+  // meets the other ranks' steps at each MoE layer, where the experts take every rank's tokens. So
+  // each rank calls BatchSession::step() as often as the others do, with no tokens when it has
+  // none. BatchSession only, on a model whose routed experts are shared across ranks.
+  bool data_parallel = false;
   // GPU offload (docs/offload.md). nullopt: no device is asked for and everything runs on the CPU.
   // With a request and a device backend, the placed weights are uploaded to the device, the
   // placed layers' caches live there, and graphs run through a Scheduler over [device, CPU]. With

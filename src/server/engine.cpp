@@ -39,8 +39,12 @@ struct Engine::Slot {
 };
 
 Engine::Engine(const Model& model, const Tokenizer& tokenizer, EngineOptions options)
-    : model_(model), tokenizer_(tokenizer), options_(std::move(options)) {
+    : model_(model), tokenizer_(tokenizer), options_(std::move(options)), job_(options_.job) {
   if (options_.n_slots < 1) ggl::fail("{} slots: there must be at least one", options_.n_slots);
+  if (across_ranks()) {
+    options_.session.data_parallel = true;
+    loads_.resize(static_cast<size_t>(job_->size()));
+  }
   batch_ = std::make_unique<BatchSession>(model_, options_.n_slots, options_.session, options_.pool);
   options_.session.n_ctx = batch_->n_ctx();
   const CachePoolStats pool = batch_->pool_stats();
@@ -50,9 +54,9 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, EngineOptions opt
     slots_.push_back(std::make_unique<Slot>());
     slots_.back()->id = i;
   }
-  metrics_.n_slots = options_.n_slots;
+  metrics_.n_slots = options_.n_slots * ranks();
   publish_locked();
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] { across_ranks() ? run_across_ranks() : run(); });
 }
 
 Engine::~Engine() { stop(); }
@@ -116,7 +120,7 @@ void Engine::stop() {
 
 bool Engine::idle() const {
   std::lock_guard lock(mutex_);
-  return queue_.empty() && metrics_.processing == 0;
+  return queue_.empty() && metrics_.processing == 0 && given_away_.empty();
 }
 
 EngineMetrics Engine::metrics() const {
@@ -132,9 +136,10 @@ std::vector<SlotInfo> Engine::slots() const {
 void Engine::publish_locked() {
   published_.clear();
   int processing = 0;
+  const int rank = job_ ? job_->rank() : 0;
   for (const auto& s : slots_) {
     SlotInfo info;
-    info.id = s->id;
+    info.id = rank * options_.n_slots + s->id;
     info.n_ctx = slot_context();
     info.n_past = s->n_past;
     if (s->busy()) {
@@ -146,6 +151,11 @@ void Engine::publish_locked() {
     info.cached_tokens = s->reused;
     published_.push_back(info);
   }
+  for (size_t r = 1; r < loads_.size(); ++r)  // rank 0 across ranks: the others' slots
+    for (const SlotInfo& info : loads_[r].slots) {
+      published_.push_back(info);
+      processing += info.state != "idle";
+    }
   metrics_.processing = processing;
   metrics_.pool = batch_->pool_stats();
   metrics_.queued = static_cast<int>(queue_.size());
@@ -202,38 +212,38 @@ void Engine::admit_locked() {
   }
 }
 
+void Engine::cut_everything_locked(std::unique_lock<std::mutex>& lock) {
+  // Jobs never admitted end with nothing generated; those in slots with what they have.
+  for (QueuedJob& q : queue_) {
+    ReplyUpdate u;
+    u.done = true;
+    u.finish_reason = "length";
+    u.prompt_tokens = static_cast<int64_t>(q.job.prompt.size());
+    q.channel->push(std::move(u));
+    ++metrics_.requests_total;
+  }
+  queue_.clear();
+  lock.unlock();
+  for (auto& s : slots_)
+    if (s->busy()) finish(*s, "length");
+  lock.lock();
+  cut_ = false;
+}
+
 void Engine::run() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    if (cut_) {
-      // Jobs never admitted end with nothing generated; those in slots are cut in step().
-      for (QueuedJob& q : queue_) {
-        ReplyUpdate u;
-        u.done = true;
-        u.finish_reason = "length";
-        u.prompt_tokens = static_cast<int64_t>(q.job.prompt.size());
-        q.channel->push(std::move(u));
-        ++metrics_.requests_total;
-      }
-      queue_.clear();
-    }
+    if (cut_) cut_everything_locked(lock);
     admit_locked();
     const bool any_busy = std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->busy(); });
     if (!any_busy) {
       publish_locked();
-      cut_ = false;
       if (stop_) return;
       wake_.wait(lock, [this] { return stop_ || cut_ || !queue_.empty(); });
       continue;
     }
-    const bool cut = cut_;
     lock.unlock();
-    if (cut) {
-      for (auto& s : slots_)
-        if (s->busy()) finish(*s, "length");
-    } else {
-      step();
-    }
+    step();
     lock.lock();
     publish_locked();
   }
@@ -296,9 +306,9 @@ void Engine::step() {
            fmt::format("the cache pool is full: {} tokens in {}-token pages are held by the prompts being read; "
                        "a larger --cache-mem or fewer --parallel slots would fit them",
                        pool_tokens_, page_tokens_));
-    return;
   }
-  if (parts.empty()) return;
+  // Across ranks every step meets the other ranks' steps, also one without tokens of this rank's.
+  if (parts.empty() && !across_ranks()) return;
 
   std::vector<float> logits;
   try {

@@ -12,11 +12,20 @@
 //     a long prompt never holds up the others' next token),
 //   - samples each generating slot's next token with the job's own Sampler and pushes its text.
 // So jobs join and leave the batch at any step.
+//
+// Across the ranks of an MPI job (`mpirun -np N latte serve`, EngineOptions::job): every rank
+// runs an engine with its own slots and caches (data parallelism: BatchSession's data_parallel),
+// and the engines step together, the MoE layers taking every rank's tokens. Rank 0 takes the HTTP
+// requests; at each step it sends every rank the jobs it gives it (each to the rank with a free
+// slot and the fewest active tokens) and the cancellations, and every rank answers with its
+// slots' state and its jobs' reply updates, which rank 0 passes to their handlers
+// (Engine::run_across_ranks, engine_ranks.cpp).
 #pragma once
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,6 +33,7 @@
 #include <vector>
 
 #include "src/model/model.h"
+#include "src/parallel/job.h"
 #include "src/runtime/batch_session.h"
 #include "src/sampling/sampling_params.h"
 #include "src/server/update_channel.h"
@@ -37,6 +47,9 @@ struct EngineOptions {
   int max_queued = 64;       // jobs waiting for a slot; one more is refused (503)
   bool prompt_cache = true;  // reuse the prefix a slot's cache shares with a new prompt (--no-cache-prompt: off)
   CachePoolOptions pool;     // tokens: the slots' shared cache pool (--cache-mem); 0: n_ctx for every slot
+  // The MPI job whose ranks serve together (each with n_slots slots); nullptr or a job of one:
+  // this process alone. Every rank constructs its engine; only rank 0's takes jobs.
+  Job* job = nullptr;
 };
 
 // What a request asks the engine for.
@@ -54,7 +67,7 @@ struct EngineJob {
 };
 
 struct SlotInfo {
-  int id = 0;
+  int id = 0;                  // across ranks: rank * n_slots + the rank's slot
   std::string state = "idle";  // idle, prompt (reading the prompt), generating
   int64_t n_past = 0;
   int64_t n_ctx = 0;
@@ -73,7 +86,7 @@ struct EngineMetrics {
   CachePoolStats pool;            // the slots' cache pages
   int processing = 0;             // jobs in slots
   int queued = 0;                 // jobs waiting for a slot
-  int n_slots = 0;
+  int n_slots = 0;                // of every rank
 };
 
 class Engine {
@@ -97,7 +110,8 @@ class Engine {
   // Cuts what runs and ends the thread.
   void stop();
 
-  int n_slots() const { return options_.n_slots; }
+  int n_slots() const { return options_.n_slots; }  // of this rank
+  int ranks() const { return job_ ? job_->size() : 1; }
   int max_queued() const { return options_.max_queued; }
   int64_t slot_context() const { return options_.session.n_ctx; }
   // Tokens the slots' cache pool holds at most (whole pages), and the tokens of one page.
@@ -115,7 +129,28 @@ class Engine {
     std::shared_ptr<UpdateChannel> channel;
   };
 
+  struct RankLoad {  // a rank's slots, as rank 0 knows them from the rank's last report
+    int idle_slots = 0;
+    int64_t active_tokens = 0;  // the tokens its busy slots hold and are to evaluate
+    std::vector<SlotInfo> slots;
+  };
+
+  bool across_ranks() const { return job_ && !job_->alone(); }
   void run();
+  // The engine thread across the ranks (engine_ranks.cpp): one step of every rank's engine per
+  // turn, rank 0's plan first and every rank's report after it.
+  void run_across_ranks();
+  // Rank 0: the turn's plan (jobs given to the other ranks, cancellations, cut, stop), taking the
+  // jobs it gives away out of the queue; waits while no rank has work.
+  std::string plan_turn();
+  // Every rank: carries out the plan; returns false when the server stops.
+  bool apply_plan(const std::string& plan);
+  // Every rank: its slots and its jobs' updates since the last report.
+  std::string report();
+  // Rank 0: passes the other ranks' updates to their handlers and records their loads.
+  void take_reports(const std::vector<std::string>& reports);
+  // Ends every queued job, and every running one, with what it has ("length").
+  void cut_everything_locked(std::unique_lock<std::mutex>& lock);
   void admit_locked();
   void step();
   void sample_next(Slot& slot, std::span<float> logits);
@@ -137,6 +172,13 @@ class Engine {
   bool draining_ = false, cut_ = false, stop_ = false;
   std::vector<SlotInfo> published_;  // the slots as of the last step, for /slots and /metrics
   EngineMetrics metrics_;
+
+  // Across ranks (touched by the engine thread only, but for loads_, under mutex_).
+  Job* job_ = nullptr;
+  uint64_t next_job_id_ = 0;                                       // rank 0: numbers the jobs it gives away
+  std::map<uint64_t, std::shared_ptr<UpdateChannel>> given_away_;  // rank 0: their handlers' channels
+  std::map<uint64_t, std::shared_ptr<UpdateChannel>> taken_;       // other ranks: the jobs rank 0 gave them
+  std::vector<RankLoad> loads_;                                    // rank 0: every rank's (its own unused)
 
   std::thread thread_;
 };

@@ -84,14 +84,35 @@ struct Experts {
         g.swiglu(g.mul_mat_id(leaf(gate, "gate_exps"), xt, it, only), g.mul_mat_id(leaf(up, "up_exps"), xt, it, only));
     Tensor* out = g.mul_mat_id(leaf(down, "down_exps"), h, it, only);
     if (!only.all(E)) {
-      Tensor* sent = split ? g.expert_send(out, it, only, E) : nullptr;
+      Tensor* sent = split ? g.expert_send(out, it, {only, E}) : nullptr;
       if (split) g.mark_output(g.mul_mat_id(leaf(up, "up_exps"), xt, it));  // work while the rows travel
-      out = g.expert_exchange(out, it, only, E, sent);
+      out = g.expert_exchange(out, it, {only, E}, sent);
     }
     g.mark_output(out);
     backend.compute(g);
     const auto* p = static_cast<const float*>(out->data);
     return {p, p + out->n_elements()};
+  }
+
+  // Data parallelism: this process's tokens are [first, first + n) of the T; a token_gather node
+  // gathers the others' (the backend's exchange), the products compute the pairs routed to the
+  // experts `only` for every token, and a gathered expert_exchange completes the rows of this
+  // process's tokens, which are returned [K, k, n].
+  std::vector<float> run_gathered(ggl::CpuBackend& backend, ggl::ExpertRange only, int64_t first, int64_t n) {
+    Graph g;
+    const auto leaf = [&](Stack& s, const char* name) {
+      return g.external(s.type, std::vector<int64_t>{s.K, s.N, s.E}, s.real.data(), name);
+    };
+    Tensor* mine = n == 0 ? nullptr : g.external(Type::F32, std::vector<int64_t>{K, n}, x.data() + first * K, "x");
+    Tensor* xt = g.reshape(g.token_gather(mine, K, first, T), {K, 1, T, 1});
+    Tensor* it = g.external(Type::I32, std::vector<int64_t>{k_used, T}, ids.data(), "ids");
+    Tensor* h =
+        g.swiglu(g.mul_mat_id(leaf(gate, "gate_exps"), xt, it, only), g.mul_mat_id(leaf(up, "up_exps"), xt, it, only));
+    Tensor* out = g.expert_exchange(g.mul_mat_id(leaf(down, "down_exps"), h, it, only), it, {only, E, true});
+    g.mark_output(out);
+    backend.compute(g);
+    const auto* p = static_cast<const float*>(out->data) + first * k_used * K;
+    return {p, p + n * k_used * K};
   }
 };
 

@@ -25,7 +25,8 @@ void run_node(const Tensor& node, const CpuThread& th) {
     case Op::kView:
     case Op::kPrefetch:  // the backend hands it to the pager
     case Op::kExpertSend:
-    case Op::kExpertExchange: return;  // the backend runs it on one thread
+    case Op::kExpertExchange:
+    case Op::kTokenGather: return;  // the backend runs it on one thread
     case Op::kGetRows: return cpu_get_rows(node, th);
     case Op::kRmsNorm: return cpu_rms_norm(node, th);
     case Op::kAdd:

@@ -2,7 +2,8 @@
 // [-pps] [-t N] [--output-format md|jsonl]`: llama-batched-bench's table (and its jsonl keys) for B
 // sequences evaluated together, one graph per step (src/bench/batched_bench.h). -npp, -ntg and
 // -npl are llama's spellings of --n-pp, --n-tg and --n-pl (llama_spellings.cpp). `--mixed-load`
-// measures the 4-prompts-beside-16-decoders step instead (src/bench/mixed_load.h).
+// measures the 4-prompts-beside-16-decoders step instead (src/bench/mixed_load.h). Under mpirun,
+// `--dp-attention` spreads the sequences over the ranks (data parallelism, docs/scale-out.md).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -89,8 +90,18 @@ int cmd_batched_bench(int argc, char** argv) {
   app.add_flag("--mixed-load", mixed_load,
                "instead: 4 prompts (64/128/256/256 new tokens after 512/0/0/256 cached) read beside 16 sequences "
                "decoding with 50..400 cached tokens; each prompt's time to first token and the decoding rate");
+  bool dp_attention = false;
+  app.add_flag("--dp-attention", dp_attention,
+               "under mpirun -np N: spread the sequences over the ranks, each with its own caches and attention, "
+               "the MoE layers taking every rank's tokens (data parallelism; else every rank runs every sequence)");
   session_flags.add_to(app);
   if (const auto done = parse_flags(app, argc, argv)) return *done;
+  if (dp_attention) {
+    if (Job::get().alone()) ggl::fail("--dp-attention spreads the sequences over the ranks of mpirun -np N (N > 1)");
+    if (mixed_load) ggl::fail("--dp-attention measures -npl sequences: drop --mixed-load");
+    opts.rank = Job::get().rank();
+    opts.ranks = Job::get().size();
+  }
   if (output != "md" && output != "jsonl") ggl::fail("--output-format '{}' is not md or jsonl", output);
   opts.session = session_flags.options();
   opts.n_kv_max = session_flags.n_ctx > 0 ? session_flags.n_ctx : 4096;  // -c: every sequence's rows together

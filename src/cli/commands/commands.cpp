@@ -5,7 +5,7 @@ namespace latte::cli {
 const Command kCommands[] = {
     {"run", "complete a prompt, streaming the continuation (default model: the shipped tiny MLA model)", cmd_run, true},
     {"chat", "talk with a model: streamed replies, history, /save and /load with the cache", cmd_chat, true},
-    {"serve", "an OpenAI-compatible HTTP server with continuous batching (llama-server style)", cmd_serve},
+    {"serve", "an OpenAI-compatible HTTP server with continuous batching (llama-server style)", cmd_serve, true},
     {"info", "describe a GGUF file: architecture, hyperparameters, tensors, sizes", cmd_info},
     {"tokenize", "print the token ids of a text under a model's tokenizer", cmd_tokenize},
     {"convert", "convert a Hugging Face model directory (safetensors) to GGUF", cmd_convert},

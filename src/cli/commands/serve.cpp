@@ -1,7 +1,9 @@
 // `latte serve`: an OpenAI-compatible HTTP server with continuous batching (docs/server.md). Loads
 // the model, starts the engine (src/server/engine.h: one BatchSession sequence per slot) and the
 // HTTP server, and serves until SIGINT or SIGTERM, after which it drains: new requests get 503,
-// running ones finish (or are cut with a last chunk after 8 s), then it exits 0.
+// running ones finish (or are cut with a last chunk after 8 s), then it exits 0. Under
+// `mpirun -np N`, every rank serves --parallel slots of its own and rank 0 takes the requests
+// (data-parallel attention, docs/scale-out.md).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <pthread.h>
@@ -25,6 +27,7 @@
 #include "src/cli/flags/session_flags.h"
 #include "src/cli/notes.h"
 #include "src/model/kv_cache.h"
+#include "src/parallel/job.h"
 #include "src/placement/byte_size.h"
 #include "src/server/engine.h"
 #include "src/server/http_server.h"
@@ -169,16 +172,26 @@ int cmd_serve(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is a failed write, not the end of the server
 
+  // Under mpirun every rank serves its own slots, in step with the others (data parallelism);
+  // rank 0 alone takes the HTTP requests, and the others run until it stops.
+  Job& job = Job::get();
+  if (!job.alone()) engine_options.job = &job;
   server::Engine engine(model, *tokenizer, engine_options);
+  if (job.rank() != 0) {
+    engine.stop();  // returns when rank 0's server stops
+    return 0;
+  }
   session_flags.note_offload(engine.batch().offload(), model.hparams(), engine.batch().device());
   server::HttpServer http(engine, *tokenizer, chat_template, http_options);
   const int port = http.bind();
-  std::fprintf(stderr, "%s\n",
-               fmt::format("latte serve: listening on http://{}:{} ({} slots, ctx {} each, cache pool {} tokens in "
-                           "{}-token pages, template {})",
-                           http_options.host, port, engine.n_slots(), engine.slot_context(), engine.pool_tokens(),
-                           engine.page_tokens(), chat_template.name())
-                   .c_str());
+  std::fprintf(
+      stderr, "%s\n",
+      fmt::format("latte serve: listening on http://{}:{} ({} slots{}, ctx {} each, cache pool {} tokens in "
+                  "{}-token pages{}, template {})",
+                  http_options.host, port, engine.n_slots(),
+                  engine.ranks() > 1 ? fmt::format(" on each of {} ranks", engine.ranks()) : "", engine.slot_context(),
+                  engine.pool_tokens(), engine.page_tokens(), engine.ranks() > 1 ? " a rank" : "", chat_template.name())
+          .c_str());
   std::atomic<bool> finished{false};
   std::thread signal_thread([&] { serve_until_signal(engine, http, finished); });
   http.listen();

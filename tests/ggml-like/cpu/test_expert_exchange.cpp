@@ -33,20 +33,22 @@ using latte::testing::same_bits;
 class WholeResultExchange final : public ggl::ExpertExchange {
  public:
   explicit WholeResultExchange(std::vector<float> whole) : whole_(std::move(whole)) {}
-  void send(const ggl::Tensor& rows, const ggl::Tensor& ids, ggl::ExpertRange computed, int64_t n_expert) override {
+  void send(const ggl::Tensor& rows, const ggl::Tensor& ids, const ggl::ExchangeRows& what) override {
     ++sends;
-    for_each_row(rows, ids, computed, n_expert, [&](float* row, const float* want, bool own) {
+    for_each_row(rows, ids, what.computed, what.n_expert, [&](float* row, const float* want, bool own) {
       own_rows += own;
       own_rows_right += own && std::memcmp(row, want, static_cast<size_t>(rows.ne[0]) * sizeof(float)) == 0;
     });
   }
-  void receive(ggl::Tensor& rows, const ggl::Tensor& ids, ggl::ExpertRange computed, int64_t n_expert) override {
+  void receive(ggl::Tensor& rows, const ggl::Tensor& ids, const ggl::ExchangeRows& what) override {
     ++receipts;
     EXPECT_EQ(receipts, sends) << "received before it was sent";
-    for_each_row(rows, ids, computed, n_expert, [&](float* row, const float* want, bool own) {
+    for_each_row(rows, ids, what.computed, what.n_expert, [&](float* row, const float* want, bool own) {
       if (!own) std::copy(want, want + rows.ne[0], row);
     });
   }
+  std::vector<int64_t> token_counts(int64_t mine) override { return {mine}; }
+  void gather(ggl::Tensor&, int64_t, int64_t) override { ADD_FAILURE() << "no tokens to gather"; }
   int sends = 0, receipts = 0;
   int own_rows = 0, own_rows_right = 0;
 
@@ -93,6 +95,89 @@ TEST(ExpertExchange, RanksTogetherGiveTheWholeResult) {
       }
 }
 
+// The other processes of a data-parallel step, played from the whole block: at the gather the
+// other processes' tokens come from x (this process's must already be in place); at the receipt
+// the rows of this process's tokens that it did not compute come from the whole block's result,
+// and the other tokens' rows are spoilt (no process gets them back).
+class GatheringExchange final : public ggl::ExpertExchange {
+ public:
+  GatheringExchange(const latte::testing::Experts& ex, std::vector<float> whole, int64_t first, int64_t n)
+      : ex_(ex), whole_(std::move(whole)), first_(first), n_(n) {}
+  void send(const ggl::Tensor&, const ggl::Tensor&, const ggl::ExchangeRows& what) override {
+    EXPECT_TRUE(what.gathered);
+    ++sends;
+  }
+  void receive(ggl::Tensor& rows, const ggl::Tensor& ids, const ggl::ExchangeRows& what) override {
+    EXPECT_TRUE(what.gathered);
+    const int64_t D = rows.ne[0], k = ids.ne[0];
+    for (int64_t t = 0; t < ids.ne[1]; ++t)
+      for (int64_t i = 0; i < k; ++i) {
+        float* row = static_cast<float*>(rows.data) + (i + k * t) * D;
+        const bool mine = t >= first_ && t < first_ + n_;
+        if (!mine)
+          std::fill(row, row + D, NAN);
+        else if (!what.computed.holds(ids.i32_row(t)[i], what.n_expert))
+          std::copy_n(whole_.data() + (i + k * t) * D, D, row);
+      }
+  }
+  std::vector<int64_t> token_counts(int64_t mine) override { return {first_, mine, ex_.T - first_ - mine}; }
+  void gather(ggl::Tensor& all, int64_t first, int64_t n) override {
+    ++gathers;
+    EXPECT_EQ(first, first_);
+    EXPECT_EQ(n, n_);
+    const int64_t K = all.ne[0];
+    auto* out = static_cast<float*>(all.data);
+    own_rows_in_place = std::equal(out + first * K, out + (first + n) * K, ex_.x.data() + first * K);
+    for (int64_t t = 0; t < all.ne[1]; ++t)
+      if (t < first || t >= first + n) std::copy_n(ex_.x.data() + t * K, K, out + t * K);
+  }
+  int sends = 0, gathers = 0;
+  bool own_rows_in_place = false;
+
+ private:
+  const latte::testing::Experts& ex_;
+  std::vector<float> whole_;
+  int64_t first_, n_;
+};
+
+TEST(ExpertExchange, GatheredTokensGiveEveryProcessTheRowsOfItsOwn) {
+  for (ggl::Type type : {ggl::Type::Q4_K, ggl::Type::F32})
+    for (int threads : {1, 2}) {
+      Experts ex(type, 40);
+      ggl::CpuBackend plain(threads);
+      const std::vector<float> whole = ex.run(plain, false);
+      const int64_t row = ex.k_used * ex.K;
+      // This process's tokens: some in the middle, the first, the last, one, none.
+      for (auto [first, n] : {std::pair<int64_t, int64_t>{12, 9}, {0, 40}, {31, 9}, {5, 1}, {20, 0}})
+        for (int r = 0; r < 3; ++r) {
+          SCOPED_TRACE(std::string(ggl::type_name(type)) + ", " + std::to_string(threads) + " threads, tokens " +
+                       std::to_string(first) + " + " + std::to_string(n) + ", experts of rank " + std::to_string(r) +
+                       " of 3");
+          auto exchange = std::make_shared<GatheringExchange>(ex, whole, first, n);
+          ggl::CpuBackend backend(threads);
+          backend.use_expert_exchange(exchange);
+          const std::vector<float> mine = ex.run_gathered(backend, range_of(ex.E, r, 3), first, n);
+          EXPECT_TRUE(
+              same_bits(mine, std::vector<float>(whole.begin() + first * row, whole.begin() + (first + n) * row)));
+          EXPECT_EQ(exchange->gathers, 1);
+          EXPECT_EQ(exchange->sends, 1);
+          EXPECT_EQ(exchange->own_rows_in_place, true);
+        }
+    }
+}
+
+TEST(ExpertExchange, TheGraphChecksWhatItGathers) {
+  ggl::Graph g;
+  std::vector<float> x(4 * 3);
+  ggl::Tensor* mine = g.external(ggl::Type::F32, std::vector<int64_t>{4, 3}, x.data(), "x");
+  EXPECT_NO_THROW(g.token_gather(mine, 4, 2, 5));
+  EXPECT_NO_THROW(g.token_gather(nullptr, 4, 5, 5));
+  EXPECT_THROW(g.token_gather(mine, 4, 3, 5), ggl::Error);  // past the end
+  EXPECT_THROW(g.token_gather(mine, 5, 0, 5), ggl::Error);  // another width
+  EXPECT_THROW(g.token_gather(mine, 4, -1, 5), ggl::Error);
+  EXPECT_THROW(g.token_gather(nullptr, 4, 0, 0), ggl::Error);  // no tokens at all
+}
+
 // Gives out the real slices of the experts it is asked for, and records them.
 class RecordingPager final : public ggl::PagedWeights {
  public:
@@ -135,12 +220,14 @@ TEST(ExpertExchange, APagerIsAskedOnlyForTheRanksExperts) {
 class FailingExchange final : public ggl::ExpertExchange {
  public:
   explicit FailingExchange(bool at_send) : at_send_(at_send) {}
-  void send(const ggl::Tensor&, const ggl::Tensor&, ggl::ExpertRange, int64_t) override {
+  void send(const ggl::Tensor&, const ggl::Tensor&, const ggl::ExchangeRows&) override {
     if (at_send_) ggl::fail("rank 1 is gone (test)");
   }
-  void receive(ggl::Tensor&, const ggl::Tensor&, ggl::ExpertRange, int64_t) override {
+  void receive(ggl::Tensor&, const ggl::Tensor&, const ggl::ExchangeRows&) override {
     ggl::fail("rank 1 did not answer (test)");
   }
+  std::vector<int64_t> token_counts(int64_t mine) override { return {mine}; }
+  void gather(ggl::Tensor&, int64_t, int64_t) override { ggl::fail("rank 1 sent no tokens (test)"); }
 
  private:
   bool at_send_;
@@ -182,15 +269,15 @@ TEST(ExpertExchange, TheGraphChecksRangesShapesAndSends) {
   ggl::Tensor* r2 = g.external(ggl::Type::F32, std::vector<int64_t>{4, 2, 3}, rows.data(), "rows2");
   ggl::Tensor* i = g.external(ggl::Type::I32, std::vector<int64_t>{2, 3}, ids.data(), "ids");
   ggl::Tensor* w = g.external(ggl::Type::I32, std::vector<int64_t>{3, 3}, wrong.data(), "wrong");
-  EXPECT_NO_THROW(g.expert_exchange(r, i, {0, 4}, 8));
-  EXPECT_THROW(g.expert_exchange(r, w, {0, 4}, 8), ggl::Error);  // rows [4, 2, 3], ids [3, 3]
-  EXPECT_THROW(g.expert_exchange(r, i, {5, 4}, 8), ggl::Error);  // not a range
-  EXPECT_THROW(g.expert_exchange(r, i, {0, 4}, 0), ggl::Error);  // no experts
-  EXPECT_THROW(g.expert_send(r, w, {0, 4}, 8), ggl::Error);
-  ggl::Tensor* sent = g.expert_send(r, i, {0, 4}, 8);
-  EXPECT_NO_THROW(g.expert_exchange(r, i, {0, 4}, 8, sent));
-  EXPECT_THROW(g.expert_exchange(r, i, {0, 4}, 8, i), ggl::Error);      // not a send
-  EXPECT_THROW(g.expert_exchange(r2, i, {0, 4}, 8, sent), ggl::Error);  // another tensor's send
+  EXPECT_NO_THROW(g.expert_exchange(r, i, {{0, 4}, 8}));
+  EXPECT_THROW(g.expert_exchange(r, w, {{0, 4}, 8}), ggl::Error);  // rows [4, 2, 3], ids [3, 3]
+  EXPECT_THROW(g.expert_exchange(r, i, {{5, 4}, 8}), ggl::Error);  // not a range
+  EXPECT_THROW(g.expert_exchange(r, i, {{0, 4}, 0}), ggl::Error);  // no experts
+  EXPECT_THROW(g.expert_send(r, w, {{0, 4}, 8}), ggl::Error);
+  ggl::Tensor* sent = g.expert_send(r, i, {{0, 4}, 8});
+  EXPECT_NO_THROW(g.expert_exchange(r, i, {{0, 4}, 8}, sent));
+  EXPECT_THROW(g.expert_exchange(r, i, {{0, 4}, 8}, i), ggl::Error);      // not a send
+  EXPECT_THROW(g.expert_exchange(r2, i, {{0, 4}, 8}, sent), ggl::Error);  // another tensor's send
 }
 
 }  // namespace test_expert_exchange

@@ -80,8 +80,8 @@ mpi -np 1 -wdir "$work/a" "$latte" eval -m m.gguf --tokens "$tokens" --logits-ou
 grep -q "rank 1 was given a model file other than rank 0's" "$work/err.txt" || { fail "files:"; cat "$work/err.txt"; }
 
 # 6. A command that does not run across ranks.
-mpi -np 2 "$latte" serve -m "$fixture" --port 0 2> "$work/err.txt" && fail "serve ran on 2 ranks"
-grep -q "latte serve does not run across the ranks" "$work/err.txt" || { fail "serve:"; cat "$work/err.txt"; }
+mpi -np 2 "$latte" imatrix -m "$fixture" -f "$tokens" 2> "$work/err.txt" && fail "imatrix ran on 2 ranks"
+grep -q "latte imatrix does not run across the ranks" "$work/err.txt" || { fail "imatrix:"; cat "$work/err.txt"; }
 
 # 7. chat on 2 ranks: rank 0 reads the input (mpirun gives it stdin) and shares each line; the
 # replies are one process's, byte for byte.

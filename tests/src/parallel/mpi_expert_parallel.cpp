@@ -3,8 +3,8 @@
 // rank. On every deepseek2 fixture each rank loads the model twice: whole, as one process does,
 // and with only its rank's share of the routed experts, exchanging the other rows with the other
 // ranks. With --deterministic, the shared model's logits must equal the whole model's bit for bit,
-// for one sequence (a chunked prompt, then decode steps) and for 8 sequences interleaved in one
-// batch session, and with a cache too small for the rank's share (read from the file as needed);
+// for one sequence (a chunked prompt, then decode steps), for 8 sequences interleaved in one
+// batch session, for 8 sequences spread over the ranks (data parallelism), and with a cache too small for the rank's share (read from the file as needed);
 // and each rank must hold exactly its share of the experts, measured from the process's page
 // table: its cache slots resident for its experts only, and not one whole page of the expert
 // tensors in the process's mapping of the file.
@@ -15,6 +15,7 @@
 #include <climits>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -92,24 +93,39 @@ std::vector<float> one_sequence(const latte::Model& model, const std::vector<int
 }
 
 // 8 sequences of different lengths, each starting at its own step and fed in chunks of 1 to 6
-// tokens, in one batch session: every step's logits in order.
-std::vector<float> eight_sequences(const latte::Model& model, const std::vector<int32_t>& tokens) {
+// tokens, in one batch session: every step's logits in order. With `mine`, only the logits of the
+// sequences s with mine(s); data-parallel, the session evaluates only those (the others are other
+// ranks'), stepping with the others at every step, also those without a token of its own.
+using Keep = std::function<bool(size_t)>;
+std::vector<float> eight_sequences(
+    const latte::Model& model, const std::vector<int32_t>& tokens, const Keep& mine = [](size_t) { return true; },
+    bool data_parallel = false) {
   constexpr int kSequences = 8;
-  latte::BatchSession batch(model, kSequences, options(48));
+  latte::SessionOptions o = options(48);
+  o.data_parallel = data_parallel;
+  latte::BatchSession batch(model, kSequences, o);
+  const auto n_vocab = static_cast<size_t>(model.hparams().n_vocab);
   std::vector<size_t> fed(kSequences, 0), length(kSequences);
   for (size_t s = 0; s < kSequences; ++s) length[s] = 6 + 3 * s;
   std::vector<float> out;
   for (int step = 0;; ++step) {
     std::vector<latte::SequenceTokens> parts;
+    std::vector<bool> kept;  // per token of the step's parts
+    bool any = false;        // of any rank
     for (size_t s = 0; s < kSequences && s <= static_cast<size_t>(step); ++s) {
       if (fed[s] == length[s]) continue;
       const size_t n = std::min(length[s] - fed[s], 1 + (s * 5 + static_cast<size_t>(step) * 3) % 6);
-      parts.push_back({static_cast<int>(s), std::span<const int32_t>(tokens).subspan(4 * s + fed[s], n)});
+      any = true;
+      if (!data_parallel || mine(s)) {
+        parts.push_back({static_cast<int>(s), std::span<const int32_t>(tokens).subspan(4 * s + fed[s], n)});
+        kept.insert(kept.end(), n, mine(s));
+      }
       fed[s] += n;
     }
-    if (parts.empty()) break;
+    if (!any) break;
     const std::vector<float> logits = batch.step(parts);
-    out.insert(out.end(), logits.begin(), logits.end());
+    for (size_t t = 0; t < kept.size(); ++t)
+      if (kept[t]) out.insert(out.end(), logits.begin() + t * n_vocab, logits.begin() + (t + 1) * n_vocab);
   }
   return out;
 }
@@ -138,6 +154,23 @@ TEST(ExpertParallel, EightInterleavedSequencesAreBitIdenticalToOneProcess) {
     const latte::Model shared = shared_model(file);
     const std::vector<int32_t> tokens = tokens_for(whole, 64, 8);
     EXPECT_TRUE(identical(eight_sequences(whole, tokens), eight_sequences(shared, tokens)))
+        << file.filename() << " on rank " << job().rank() << " of " << job().size();
+  }
+}
+
+// Data parallelism: each rank evaluates its own sequences (s % N == rank) with their caches and
+// attention, and the MoE layers take the tokens of every rank. A rank's logits must equal the
+// whole model's for its sequences, bit for bit, also at the steps where some rank has no tokens
+// (at the first steps only sequence 0 has any).
+TEST(ExpertParallel, EightSequencesSpreadOverTheRanksAreBitIdenticalToOneProcess) {
+  const auto mine = [](size_t s) { return static_cast<int>(s) % job().size() == job().rank(); };
+  for (const fs::path& file : deepseek2_fixtures()) {
+    const latte::Model whole(file.string());
+    const latte::Model shared = shared_model(file);
+    const std::vector<int32_t> tokens = tokens_for(whole, 64, 8);
+    const std::vector<float> want = eight_sequences(whole, tokens, mine);
+    ASSERT_FALSE(want.empty());
+    EXPECT_TRUE(identical(want, eight_sequences(shared, tokens, mine, true)))
         << file.filename() << " on rank " << job().rank() << " of " << job().size();
   }
 }

@@ -22,15 +22,17 @@ namespace latte::testing {
 
 class ServerProcess {
  public:
-  // Starts `latte serve --port 0 ARGS...` and waits (at most 30 s) for it to listen; on failure,
-  // port() is 0 and error() says why.
-  explicit ServerProcess(std::vector<std::string> args) {
+  // Starts `latte serve --port 0 ARGS...` (after `launcher`, e.g. mpirun and its flags) and waits
+  // (at most 30 s) for it to listen; on failure, port() is 0 and error() says why.
+  explicit ServerProcess(std::vector<std::string> args, std::vector<std::string> launcher = {})
+      : launched_(!launcher.empty()) {
     int err_pipe[2];
     if (::pipe(err_pipe) != 0) {
       error_ = "pipe failed";
       return;
     }
     args.insert(args.begin(), {latte_binary().string(), "serve", "--port", "0"});
+    args.insert(args.begin(), launcher.begin(), launcher.end());
     pid_ = ::fork();
     if (pid_ == 0) {
       ::dup2(err_pipe[1], STDERR_FILENO);
@@ -39,7 +41,7 @@ class ServerProcess {
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
+      ::execvp(argv[0], argv.data());
       ::_exit(127);
     }
     ::close(err_pipe[1]);
@@ -63,10 +65,18 @@ class ServerProcess {
 
   ~ServerProcess() {
     if (pid_ > 0 && !exited_) {
+      // A launcher killed outright could leave its processes behind: it is asked to end them first.
+      if (launched_) {
+        ::kill(pid_, SIGTERM);
+        if (wait_exit(std::chrono::seconds(20)) != -1 || exited_) {
+          close_stderr();
+          return;
+        }
+      }
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
     }
-    if (err_fd_ >= 0) ::close(err_fd_);
+    close_stderr();
   }
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
@@ -99,6 +109,12 @@ class ServerProcess {
   }
 
  private:
+  void close_stderr() {
+    if (err_fd_ >= 0) ::close(err_fd_);
+    err_fd_ = -1;
+  }
+
+  bool launched_ = false;
   pid_t pid_ = -1;
   int err_fd_ = -1;
   int port_ = 0;
