@@ -243,9 +243,16 @@ Tensor* Graph::mul_mat_id(Tensor* w, Tensor* x, Tensor* ids, ExpertRange only) {
     fail("mul_mat_id: activations {} and ids {} differ in tokens", shape_string(*x), shape_string(*ids));
   if (!only.valid()) fail("mul_mat_id: experts [{}, {}) are not a range", only.first, only.end);
   Tensor* t = new_node(Op::kMulMatId, Type::F32, {w->ne[1], ids->ne[0], ids->ne[1], 1}, {w, x, ids});
-  t->params[1].i = only.first;
-  t->params[2].i = only.end;
+  set_expert_range(*t, only, w->ne[2]);
   return t;
+}
+
+void Graph::set_expert_range(Tensor& t, ExpertRange r, int64_t n_expert) {
+  t.params[1].i = r.first;
+  t.params[2].i = r.end;
+  t.params[5].i = r.process;
+  // A set: its owner table as a leaf of the node (src[3], free in the nodes that take a range).
+  if (r.owner) t.src[3] = external(Type::I32, std::vector<int64_t>{n_expert}, r.owner, "expert_owners");
 }
 
 namespace {
@@ -260,13 +267,13 @@ void check_exchange(Op op, const Tensor& rows, const Tensor& ids, const Exchange
     fail("{}: experts [{}, {}) of {} are not a range", op_name(op), what.computed.first, what.computed.end,
          what.n_expert);
 }
-void set_exchange_params(Tensor& t, const ExchangeRows& what) {
-  t.params[1].i = what.computed.first;
-  t.params[2].i = what.computed.end;
+}  // namespace
+
+void Graph::set_exchange_params(Tensor& t, const ExchangeRows& what) {
+  set_expert_range(t, what.computed, what.n_expert);
   t.params[3].i = static_cast<int32_t>(what.n_expert);
   t.params[4].i = what.gathered;
 }
-}  // namespace
 
 Tensor* Graph::expert_exchange(Tensor* rows, Tensor* ids, ExchangeRows what, Tensor* sent) {
   check_exchange(Op::kExpertExchange, *rows, *ids, what);
@@ -372,7 +379,12 @@ ActivationPrecision activation_precision(const Tensor& product) {
                                      : static_cast<ActivationPrecision>(product.params[0].i);
 }
 
-ExpertRange expert_range(const Tensor& t) { return {t.params[1].i, t.params[2].i}; }
+ExpertRange expert_range(const Tensor& t) {
+  return {.first = t.params[1].i,
+          .end = t.params[2].i,
+          .owner = t.src[3] ? static_cast<const int32_t*>(t.src[3]->data) : nullptr,
+          .process = t.params[5].i};
+}
 
 ExchangeRows exchange_rows(const Tensor& t) {
   return {.computed = expert_range(t), .n_expert = t.params[3].i, .gathered = t.params[4].i != 0};

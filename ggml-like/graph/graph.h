@@ -41,14 +41,25 @@ struct RopeParams {
 // tolerable. mul_mat_id products are always kCoarse.
 enum class ActivationPrecision : int32_t { kFine = 0, kCoarse = 1 };
 
-// The experts [first, end) of a mul_mat_id's weights that this process computes (expert
-// parallelism: other processes compute the rest); end < 0: through the last.
+// The experts of a mul_mat_id's weights that this process computes (expert parallelism: other
+// processes compute the rest): [first, end) (end < 0: through the last), or, with `owner`, any
+// set: owner[e] is the process that computes expert e, and this one is `process`. The owner
+// table must outlive the graphs that use it (a graph leaf points at it).
 struct ExpertRange {
   int32_t first = 0;
   int32_t end = -1;
-  bool holds(int64_t e, int64_t n_expert) const { return e >= first && e < (end < 0 ? n_expert : end); }
-  bool all(int64_t n_expert) const { return first == 0 && (end < 0 || end >= n_expert); }
-  bool valid() const { return first >= 0 && (end < 0 || end >= first); }
+  const int32_t* owner = nullptr;  // [n_expert]
+  int32_t process = 0;
+  bool holds(int64_t e, int64_t n_expert) const {
+    return owner ? owner[e] == process : e >= first && e < (end < 0 ? n_expert : end);
+  }
+  bool all(int64_t n_expert) const {
+    if (!owner) return first == 0 && (end < 0 || end >= n_expert);
+    for (int64_t e = 0; e < n_expert; ++e)
+      if (owner[e] != process) return false;
+    return true;
+  }
+  bool valid() const { return owner ? process >= 0 : first >= 0 && (end < 0 || end >= first); }
 };
 
 // The rows an expert_exchange completes: this process computed those of the experts `computed`
@@ -175,6 +186,9 @@ class Graph {
   Tensor* new_node(Op op, Type type, std::array<int64_t, 4> ne, std::initializer_list<Tensor*> srcs);
   Tensor* unary(Op op, Tensor* a);
   Tensor* binary(Op op, Tensor* a, Tensor* b);
+  // A mul_mat_id's or an exchange node's experts (params, and an owner table's leaf).
+  void set_expert_range(Tensor& t, ExpertRange r, int64_t n_expert);
+  void set_exchange_params(Tensor& t, const ExchangeRows& what);
 
   std::deque<Tensor> tensors_;
   std::vector<Tensor*> nodes_;

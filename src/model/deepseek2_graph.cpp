@@ -233,7 +233,7 @@ ggl::Tensor* build_deepseek2(const ForwardContext& c) {
     if (paged && il + 1 < hp.n_layer && w.layers[il + 1].is_moe())
       next = NextExperts{g.mul(normed, weight(g, w.layers[il + 1].ffn_norm)), &w.layers[il + 1]};
     if (next && !l.is_moe()) prefetch_experts(g, *next, hp.moe);
-    ggl::Tensor* ffn = l.is_moe() ? moe_ffn(g, h, l, hp.moe, next ? &*next : nullptr, c.model.own_experts(),
+    ggl::Tensor* ffn = l.is_moe() ? moe_ffn(g, h, l, hp.moe, next ? &*next : nullptr, c.model.own_experts(il),
                                             c.model.expert_share().overlap, c.gathered)
                                   : swiglu_ffn(g, h, l.ffn_gate, l.ffn_up, l.ffn_down);
     x = g.add(x, ffn);

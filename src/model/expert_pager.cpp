@@ -310,9 +310,7 @@ ExpertPager::Slot* ExpertPager::victim(int layer, bool ahead) {
 void ExpertPager::acquire(const ggl::Tensor& leaf, std::span<const int32_t> used, std::span<const uint8_t*> at) {
   const auto [layer, part] = leaves_.at(leaf.data);
   for (const int32_t e : used)
-    if (!options_.owned.holds(e, layers_[static_cast<size_t>(layer)].n_expert))
-      ggl::fail("{}: layer {} asked for expert {}, which is not this rank's (experts [{}, {}))", path_, layer, e,
-                options_.owned.first, options_.owned.end);
+    if (!owns(layer, e)) ggl::fail("{}: layer {} asked for expert {}, which is not this rank's", path_, layer, e);
   ++clock_;
   // A layer's three nodes (in the graph's order) form a round; its first counts the hits. A round
   // at or before the last one's layer starts a step (a graph).
@@ -376,7 +374,7 @@ void ExpertPager::prefetch(const ggl::Tensor& leaf, std::span<const int32_t> lik
     check_unchanged();  // else the layer's acquire names the change
     for (const int32_t e : guess) {
       const int64_t n_expert = layers_[static_cast<size_t>(layer)].n_expert;
-      if (e < 0 || e >= n_expert || !options_.owned.holds(e, n_expert)) continue;
+      if (e < 0 || e >= n_expert || !owns(layer, e)) continue;
       if (const auto found = where_.find(layer * key_stride_ + e); found != where_.end()) {
         slot_[static_cast<size_t>(found->second)].last_use = clock_;  // not a victim for the others
         continue;
@@ -391,11 +389,16 @@ void ExpertPager::prefetch(const ggl::Tensor& leaf, std::span<const int32_t> lik
   }
 }
 
+bool ExpertPager::owns(int layer, int64_t e) const {
+  const auto l = static_cast<size_t>(layer);
+  return options_.owned.empty() || (l < options_.owned.size() && options_.owned[l].holds(e, layers_[l].n_expert));
+}
+
 std::vector<std::pair<int, int64_t>> ExpertPager::owned_experts() const {
   std::vector<std::pair<int, int64_t>> owned;
   for (size_t l = 0; l < layers_.size(); ++l)
     for (int64_t e = 0; e < layers_[l].n_expert; ++e)
-      if (options_.owned.holds(e, layers_[l].n_expert)) owned.emplace_back(static_cast<int>(l), e);
+      if (owns(static_cast<int>(l), e)) owned.emplace_back(static_cast<int>(l), e);
   return owned;
 }
 

@@ -80,9 +80,10 @@ class ExpertPager final : public ggl::PagedWeights {
     Eviction eviction = Eviction::kLeastFrequent;
     double half_life_steps = 8;
     bool prefetch = true;  // read the guessed experts ahead (else prefetch hints are ignored)
-    // The experts of each layer it may read (expert parallelism: this rank's share); the cache
-    // has no more slots than they take, and asking for another is an error.
-    ggl::ExpertRange owned{};
+    // Per layer, the experts it may read (expert parallelism: this rank's share; none listed:
+    // every expert); the cache has no more slots than they take, and asking for another is an
+    // error.
+    std::vector<ggl::ExpertRange> owned;
     // LATTE_EXPERT_EVICTION=lru|lfu and LATTE_EXPERT_PREFETCH=0|1 over the defaults, for
     // measuring one against the other (docs/memory-budget.md). Throws ggl::Error on other values.
     static Options from_environment();
@@ -171,6 +172,7 @@ class ExpertPager final : public ggl::PagedWeights {
   size_t read_expert(const Read& r);  // on the reading thread; throws ggl::Error
   void check_unchanged() const;
   std::vector<std::pair<int, int64_t>> owned_experts() const;  // (layer, expert) of every owned expert
+  bool owns(int layer, int64_t e) const;
   uint8_t* slot_base(int index) const { return buffer_.get() + static_cast<size_t>(index) * slot_bytes_; }
 
   std::string path_;

@@ -104,9 +104,11 @@ ggl::Tensor* build_expert_service(ggl::Graph& g, const Model& model, const Gathe
   if (gathered.total <= 0 || gathered.first < 0 || gathered.first > gathered.total)
     ggl::fail("forward: no tokens at {} of the {} gathered to serve", gathered.first, gathered.total);
   ggl::Tensor* last = nullptr;
-  for (const LayerWeights& l : model.weights().layers)
-    if (l.is_moe())
-      last = moe_ffn(g, nullptr, l, hp.moe, nullptr, model.own_experts(), model.expert_share().overlap, &gathered);
+  const std::vector<LayerWeights>& layers = model.weights().layers;
+  for (size_t il = 0; il < layers.size(); ++il)
+    if (layers[il].is_moe())
+      last = moe_ffn(g, nullptr, layers[il], hp.moe, nullptr, model.own_experts(static_cast<int64_t>(il)),
+                     model.expert_share().overlap, &gathered);
   if (!last) ggl::fail("forward: the model has no MoE layer to serve");
   g.mark_output(last);
   return last;

@@ -67,9 +67,8 @@ Model::Model(std::shared_ptr<const ggl::GgufFile> file, ModelOptions options)
     if (hparams_.moe.n_expert <= 0)
       ggl::fail("{}: the model has no routed experts to divide among ranks", file_->path());
     if (!share_.exchange) ggl::fail("expert parallelism over {} ranks without an exchange between them", share_.ranks);
-    own_ = rank_experts(hparams_.moe.n_expert, share_.rank, share_.ranks);
     ExpertPager::Options po = ExpertPager::Options::from_environment();
-    po.owned = own_;
+    for (int64_t l = 0; l < hparams_.n_layer; ++l) po.owned.push_back(own_experts(l));
     pager_ = std::make_shared<ExpertPager>(*file_, weights_, options.expert_cache.value_or(SIZE_MAX), po);
     pager_->load_owned();  // else (a budget below the share) its experts are read as they are needed
   } else if (options.expert_cache) {

@@ -52,8 +52,10 @@ class Model {
   // The routed experts' cache (nullptr: none); sessions give it to their backends.
   const std::shared_ptr<ExpertPager>& expert_pager() const { return pager_; }
   const ExpertShare& expert_share() const { return share_; }
-  // The routed experts this process computes: all of them, or its rank's range.
-  ggl::ExpertRange own_experts() const { return own_; }
+  // This rank's routed experts of a layer (expert parallelism; else all of them).
+  ggl::ExpertRange own_experts(int64_t layer) const {
+    return share_.split.of(layer, hparams_.moe.n_expert, share_.rank, share_.ranks);
+  }
 
  private:
   std::shared_ptr<const ggl::GgufFile> file_;
@@ -62,7 +64,6 @@ class Model {
   std::shared_ptr<const ggl::PreparedWeights> prepared_;
   std::shared_ptr<ExpertPager> pager_;
   ExpertShare share_;
-  ggl::ExpertRange own_;
 };
 
 }  // namespace latte

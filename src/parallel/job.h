@@ -17,13 +17,16 @@ namespace latte {
 struct ExchangeStats {
   int64_t exchanges = 0;  // expert_exchange nodes run (one per MoE layer and step)
   int64_t gathers = 0;    // token_gather nodes run (data parallelism: one per MoE layer and step)
+  int64_t pairs = 0;      // routed (slot, token) pairs of the exchanges
+  int64_t own_pairs = 0;  // of those, the ones this rank's experts computed
   size_t bytes_sent = 0;
   size_t bytes_received = 0;
   double seconds = 0;       // meeting the others: packing, sending, and waiting for their tokens and rows
   double wait_seconds = 0;  // of those, waiting at the receipts (after the nodes between send and receipt)
   ExchangeStats since(const ExchangeStats& e) const {
-    return {exchanges - e.exchanges,           gathers - e.gathers, bytes_sent - e.bytes_sent,
-            bytes_received - e.bytes_received, seconds - e.seconds, wait_seconds - e.wait_seconds};
+    return {exchanges - e.exchanges, gathers - e.gathers,          pairs - e.pairs,
+            own_pairs - e.own_pairs, bytes_sent - e.bytes_sent,    bytes_received - e.bytes_received,
+            seconds - e.seconds,     wait_seconds - e.wait_seconds};
   }
 };
 

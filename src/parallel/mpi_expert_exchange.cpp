@@ -87,10 +87,10 @@ void MpiExpertExchange::send(const ggl::Tensor& rows, const ggl::Tensor& ids, co
   const Clock::time_point start = Clock::now();
   const int me = job_.rank(), ranks = job_.size();
   const int64_t D = rows.ne[0], k = ids.ne[0], T = ids.ne[1], n_expert = what.n_expert;
-  const ggl::ExpertRange mine = rank_experts(n_expert, me, ranks);
-  if (what.computed.first != mine.first || what.computed.end != mine.end)
-    ggl::fail("rank {}: the graph computed experts [{}, {}) but the rank holds [{}, {})", me, what.computed.first,
-              what.computed.end, mine.first, mine.end);
+  if (what.computed.owner ? what.computed.process != me
+                          : (what.computed.first != rank_experts(n_expert, me, ranks).first ||
+                             what.computed.end != rank_experts(n_expert, me, ranks).end))
+    ggl::fail("rank {}: the graph computed experts other than the rank's", me);
   if (in_flight_) ggl::fail("rank {}: expert rows sent before the last exchange received its own", me);
   ++stats_.exchanges;
 
@@ -106,11 +106,12 @@ void MpiExpertExchange::send(const ggl::Tensor& rows, const ggl::Tensor& ids, co
   const auto needs = [&](int r, int64_t t) { return !gathered_ || home_[static_cast<size_t>(t)] == r; };
 
   // Which rank computed each row, and the routing's hash. (The expert's owner looked up once per
-  // expert, not once per row.)
-  if (owner_of_expert_.size() != static_cast<size_t>(n_expert)) {
-    owner_of_expert_.resize(static_cast<size_t>(n_expert));
-    for (int64_t e = 0; e < n_expert; ++e) owner_of_expert_[static_cast<size_t>(e)] = expert_owner(e, n_expert, ranks);
-  }
+  // expert, not once per row: the layer's owner table of a split by routing counts, else the
+  // contiguous ranges'.)
+  owner_of_expert_.resize(static_cast<size_t>(n_expert));
+  for (int64_t e = 0; e < n_expert; ++e)
+    owner_of_expert_[static_cast<size_t>(e)] =
+        what.computed.owner ? what.computed.owner[e] : expert_owner(e, n_expert, ranks);
   owner_.assign(static_cast<size_t>(k * T), 0);
   routing_ = job_hash(std::string_view(reinterpret_cast<const char*>(&n_expert), sizeof n_expert));
   for (int64_t t = 0; t < T; ++t) {
@@ -120,8 +121,10 @@ void MpiExpertExchange::send(const ggl::Tensor& rows, const ggl::Tensor& ids, co
       const int32_t e = row_ids[i];
       if (e < 0 || e >= n_expert) ggl::fail("rank {}: expert id {} of token {} is not one of {}", me, e, t, n_expert);
       owner_[static_cast<size_t>(i + k * t)] = owner_of_expert_[static_cast<size_t>(e)];
+      stats_.own_pairs += owner_of_expert_[static_cast<size_t>(e)] == me;
     }
   }
+  stats_.pairs += k * T;
 
   // One message for every other rank: the header, then this rank's rows that rank needs, in row
   // order; and the receipt of its rows this rank needs.

@@ -10,6 +10,7 @@
 #include "ggml-like/core/error.h"
 #include "ggml-like/registry/backend_registry.h"
 #include "src/cli/context_warning.h"
+#include "src/cli/flags/ep_split.h"
 #include "src/cli/flags/flag_checks.h"
 #include "src/cli/notes.h"
 #include "src/cli/flags/parse_flags.h"
@@ -94,6 +95,11 @@ void SessionFlags::add_to(CLI::App& app) {
                  "expert exchange) before it ends the job with an error naming the ranks not heard from")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--ep-split", ep_split,
+                 "contiguous|FILE: under mpirun, which rank holds which routed experts: contiguous ranges, or as "
+                 "many experts each, balanced by the tokens routed to them in FILE, an importance matrix of the "
+                 "model (latte imatrix)")
+      ->capture_default_str();
   app.add_flag("--no-mmap", no_mmap, "accepted; latte always maps the model file read-only")->group(group);
   app.add_flag("--mlock", mlock, "accepted; the mapped weights are not locked in memory in this build")->group(group);
   app.add_flag("--log-disable", log_disable, "no notes, warnings or summary line on stderr (errors still print)")
@@ -108,12 +114,18 @@ ModelOptions SessionFlags::model_options(const std::string& path, const std::str
   for (const std::string& spec : override_kv) o.overrides.push_back(parse_metadata_override(spec));
   Job& job = Job::get();
   if (job.alone()) {
+    if (ep_split != "contiguous")
+      note("latte", "--ep-split splits the experts among the ranks of mpirun; alone it does nothing");
     o.expert_cache = expert_cache_for(path, budget);
     return o;
   }
   job.set_timeout(mpi_timeout);
   job.check_same("a model file", file_head_hash(path, ggl::GgufFile(path).data_offset()));
-  o.expert_share = {job.rank(), job.size(), job.expert_exchange()};
+  o.expert_share = {.rank = job.rank(),
+                    .ranks = job.size(),
+                    .exchange = job.expert_exchange(),
+                    .split = expert_split(ep_split, path, job.size())};
+  job.check_same("an expert split (--ep-split)", o.expert_share.split.hash());
   if (const char* v = std::getenv("LATTE_EP_OVERLAP")) {  // for measuring (docs/scale-out.md)
     if (std::string(v) != "0" && std::string(v) != "1") ggl::fail("LATTE_EP_OVERLAP={}: expected 0 or 1", v);
     o.expert_share.overlap = std::string(v) == "1";

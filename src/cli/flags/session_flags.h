@@ -36,6 +36,7 @@ struct SessionFlags {
   std::vector<std::string> override_kv;  // --override-kv KEY=TYPE:VALUE
   std::string mem_budget;                // --mem-budget SIZE|none (default: what Linux allows the process)
   double mpi_timeout = 60;               // --mpi-timeout SECONDS: how long a rank waits for the others
+  std::string ep_split = "contiguous";   // --ep-split contiguous|FILE: which rank holds which experts (ep_split.h)
   // bench: -ngl, -fa and --mem-budget take comma-separated lists, as in llama-bench.
   bool lists = false;
 

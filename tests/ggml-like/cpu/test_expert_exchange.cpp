@@ -80,18 +80,25 @@ TEST(ExpertExchange, RanksTogetherGiveTheWholeResult) {
         ASSERT_TRUE(std::all_of(whole.begin(), whole.end(), [](float v) { return std::isfinite(v); }));
         for (int ranks = 2; ranks <= 4; ++ranks)
           for (int r = 0; r < ranks; ++r)
-            for (bool split : {false, true}) {
-              SCOPED_TRACE(std::string(ggl::type_name(type)) + ", " + std::to_string(tokens) + " tokens, " +
-                           std::to_string(threads) + " threads, rank " + std::to_string(r) + " of " +
-                           std::to_string(ranks) + (split ? ", sent first" : ""));
-              auto exchange = std::make_shared<WholeResultExchange>(whole);
-              ggl::CpuBackend backend(threads);
-              backend.use_expert_exchange(exchange);
-              EXPECT_TRUE(same_bits(ex.run(backend, false, range_of(ex.E, r, ranks), split), whole));
-              EXPECT_EQ(exchange->sends, 1);
-              EXPECT_EQ(exchange->receipts, 1);
-              EXPECT_EQ(exchange->own_rows_right, exchange->own_rows) << "the rank's own rows, as the whole block's";
-            }
+            for (bool split : {false, true})
+              for (bool as_set : {false, true}) {
+                SCOPED_TRACE(std::string(ggl::type_name(type)) + ", " + std::to_string(tokens) + " tokens, " +
+                             std::to_string(threads) + " threads, rank " + std::to_string(r) + " of " +
+                             std::to_string(ranks) + (split ? ", sent first" : "") + (as_set ? ", a set" : ""));
+                // A set: every ranks-th expert (an owner table, as --ep-split gives), else a range.
+                std::vector<int32_t> owner(static_cast<size_t>(ex.E));
+                for (size_t e = 0; e < owner.size(); ++e)
+                  owner[e] = static_cast<int32_t>(e % static_cast<size_t>(ranks));
+                const ggl::ExpertRange mine =
+                    as_set ? ggl::ExpertRange{.owner = owner.data(), .process = r} : range_of(ex.E, r, ranks);
+                auto exchange = std::make_shared<WholeResultExchange>(whole);
+                ggl::CpuBackend backend(threads);
+                backend.use_expert_exchange(exchange);
+                EXPECT_TRUE(same_bits(ex.run(backend, false, mine, split), whole));
+                EXPECT_EQ(exchange->sends, 1);
+                EXPECT_EQ(exchange->receipts, 1);
+                EXPECT_EQ(exchange->own_rows_right, exchange->own_rows) << "the rank's own rows, as the whole block's";
+              }
       }
 }
 
@@ -201,19 +208,22 @@ class RecordingPager final : public ggl::PagedWeights {
 };
 
 TEST(ExpertExchange, APagerIsAskedOnlyForTheRanksExperts) {
-  for (int threads : {1, 2}) {
-    Experts ex(ggl::Type::Q4_0, 40);
-    ggl::CpuBackend plain(threads);
-    const std::vector<float> whole = ex.run(plain, false);
-    const ggl::ExpertRange own = range_of(ex.E, 1, 3);  // experts 2 and 3
-    auto pager = std::make_shared<RecordingPager>(ex);
-    ggl::CpuBackend backend(threads);
-    backend.use_paged_weights(pager);
-    backend.use_expert_exchange(std::make_shared<WholeResultExchange>(whole));
-    EXPECT_TRUE(same_bits(ex.run(backend, true, own), whole)) << "the pager's slices, not the leaves' NaNs";
-    ASSERT_FALSE(pager->asked.empty());
-    for (int32_t e : pager->asked) EXPECT_TRUE(own.holds(e, ex.E)) << "expert " << e << " is another rank's";
-  }
+  const std::vector<int32_t> owner = {0, 1, 0, 1, 1, 0};  // a set: experts 1, 3 and 4 for process 1
+  for (int threads : {1, 2})
+    for (bool as_set : {false, true}) {
+      Experts ex(ggl::Type::Q4_0, 40);
+      ggl::CpuBackend plain(threads);
+      const std::vector<float> whole = ex.run(plain, false);
+      const ggl::ExpertRange own =
+          as_set ? ggl::ExpertRange{.owner = owner.data(), .process = 1} : range_of(ex.E, 1, 3);  // experts 2 and 3
+      auto pager = std::make_shared<RecordingPager>(ex);
+      ggl::CpuBackend backend(threads);
+      backend.use_paged_weights(pager);
+      backend.use_expert_exchange(std::make_shared<WholeResultExchange>(whole));
+      EXPECT_TRUE(same_bits(ex.run(backend, true, own), whole)) << "the pager's slices, not the leaves' NaNs";
+      ASSERT_FALSE(pager->asked.empty());
+      for (int32_t e : pager->asked) EXPECT_TRUE(own.holds(e, ex.E)) << "expert " << e << " is another rank's";
+    }
 }
 
 // Fails at the send or at the receipt.

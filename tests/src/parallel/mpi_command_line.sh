@@ -3,7 +3,8 @@
 # on 2 ranks equal one process's byte for byte; a rank killed or stopped mid-generation ends the
 # job with an error within 30 s; ranks given different options or different files, and a command
 # that does not run across ranks, end it at start with a one-line error; `latte chat` on 2 ranks
-# replies as one process does.
+# replies as one process does; --ep-split by an importance matrix's routing counts gives the same
+# logits.
 #   mpi_command_line.sh LATTE MPIRUN SHARED_DIR
 set -uo pipefail
 latte=$(realpath "$1") mpirun=$2 shared=$3
@@ -92,6 +93,22 @@ mpi -np 2 "$latte" chat -m "$model" -n 12 -s 3 -t 1 --deterministic < "$work/cha
   fail "chat on 2 ranks"
 [[ -s $work/chat-one.txt ]] || fail "chat alone wrote nothing"
 cmp -s "$work/chat-one.txt" "$work/chat-two.txt" || { fail "chat on 2 ranks replied otherwise:"; diff "$work/chat-one.txt" "$work/chat-two.txt"; }
+
+# 8. --ep-split by the routing counts of an importance matrix (latte imatrix): the same logits; a
+# file that is not one is a one-line error.
+for i in $(seq 300); do printf 'the little dog saw a big tree and the cat ran home with her friend '; done > "$work/text.txt"
+"$latte" imatrix -m "$model" -f "$work/text.txt" -o "$work/imatrix.gguf" -c 128 -t 1 --no-progress 2> /dev/null ||
+  fail "latte imatrix"
+story=(run -m "$model" -p "Once upon a time" -n 32 -s 1 -t 1 --deterministic)
+"$latte" "${story[@]}" > "$work/run-one.txt" 2> /dev/null || fail "run alone"
+mpi -np 2 "$latte" "${story[@]}" --ep-split "$work/imatrix.gguf" > "$work/run-split.txt" 2> "$work/err.txt" ||
+  { fail "run --ep-split on 2 ranks"; cat "$work/err.txt"; }
+grep -q "balanced by routing counts" "$work/err.txt" || { fail "no split by counts:"; cat "$work/err.txt"; }
+[[ -s $work/run-one.txt ]] || fail "run alone wrote nothing"
+cmp -s "$work/run-one.txt" "$work/run-split.txt" || fail "2 ranks split by routing counts wrote another story"
+mpi -np 2 "$latte" "${story[@]}" --ep-split "$work/text.txt" 2> "$work/err.txt" && fail "--ep-split with a text file ran"
+grep -q "ep-split '.*text.txt': not 'contiguous' nor an importance matrix" "$work/err.txt" ||
+  { fail "--ep-split text:"; cat "$work/err.txt"; }
 
 (( failures == 0 )) && echo "all passed"
 exit $((failures > 0))

@@ -55,9 +55,11 @@ latte::Job& job() {
 
 // cache_bytes: a budget for the rank's expert cache below its share (read from the file as
 // needed), else room for the whole share (read at load).
-latte::Model shared_model(const fs::path& file, std::optional<size_t> cache_bytes = std::nullopt) {
+latte::Model shared_model(const fs::path& file, std::optional<size_t> cache_bytes = std::nullopt,
+                          latte::ExpertSplit split = {}) {
   latte::ModelOptions o;
-  o.expert_share = {job().rank(), job().size(), job().expert_exchange()};
+  o.expert_share = {
+      .rank = job().rank(), .ranks = job().size(), .exchange = job().expert_exchange(), .split = std::move(split)};
   o.expert_cache = cache_bytes;
   return latte::Model(file.string(), o);
 }
@@ -175,6 +177,57 @@ TEST(ExpertParallel, EightSequencesSpreadOverTheRanksAreBitIdenticalToOneProcess
   }
 }
 
+// Routing counts far from even (some experts used much more than others), per layer.
+std::vector<std::vector<double>> skewed_counts(const latte::Model& m) {
+  std::vector<std::vector<double>> counts;
+  for (size_t l = 0; l < m.weights().layers.size(); ++l) {
+    std::vector<double>& c = counts.emplace_back();
+    if (!m.weights().layers[l].is_moe()) continue;
+    for (int64_t e = 0; e < m.hparams().moe.n_expert; ++e)
+      c.push_back(static_cast<double>(((e * 37 + static_cast<int64_t>(l) * 11) % 29) *
+                                      ((e * 37 + static_cast<int64_t>(l) * 11) % 29)));
+  }
+  return counts;
+}
+
+// --ep-split by routing counts: each rank holds a set of experts (not a range) in every layer, as
+// many as its range would hold; the logits stay bit-identical, replicated and data-parallel, and
+// each rank holds exactly its set.
+TEST(ExpertParallel, ASplitByRoutingCountsGivesTheSameLogits) {
+  const auto mine = [](size_t s) { return static_cast<int>(s) % job().size() == job().rank(); };
+  int sets = 0;  // layers whose rank's experts are not its range
+  for (const fs::path& file : deepseek2_fixtures()) {
+    const latte::Model whole(file.string());
+    if (whole.hparams().moe.n_expert < job().size()) continue;
+    const latte::ExpertSplit split = latte::ExpertSplit::balanced(skewed_counts(whole), job().size());
+    const latte::Model shared = shared_model(file, std::nullopt, split);
+    const int64_t E = whole.hparams().moe.n_expert;
+    int64_t held = 0;
+    for (size_t l = 0; l < whole.weights().layers.size(); ++l) {
+      if (!whole.weights().layers[l].is_moe()) continue;
+      const ggl::ExpertRange own = shared.own_experts(static_cast<int64_t>(l));
+      const ggl::ExpertRange range = latte::rank_experts(E, job().rank(), job().size());
+      int64_t n = 0;
+      bool range_only = true;
+      for (int64_t e = 0; e < E; ++e) {
+        n += own.holds(e, E);
+        range_only = range_only && own.holds(e, E) == range.holds(e, E);
+      }
+      EXPECT_EQ(n, range.end - range.first) << file.filename() << " layer " << l;
+      sets += !range_only;
+      held += n;
+    }
+    EXPECT_EQ(static_cast<int64_t>(shared.expert_pager()->resident_bytes() / shared.expert_pager()->slot_bytes()), held)
+        << file.filename();
+    const std::vector<int32_t> tokens = tokens_for(whole, 64, 8);
+    EXPECT_TRUE(identical(one_sequence(whole, tokens), one_sequence(shared, tokens)))
+        << file.filename() << " on rank " << job().rank() << " of " << job().size();
+    EXPECT_TRUE(identical(eight_sequences(whole, tokens, mine), eight_sequences(shared, tokens, mine, true)))
+        << file.filename() << " data-parallel on rank " << job().rank() << " of " << job().size();
+  }
+  EXPECT_GT(sets, 0) << "the split by counts was contiguous everywhere";
+}
+
 // The resident bytes of the whole pages within [data, data + bytes) (the pages at the ends may
 // hold a neighbouring tensor's bytes too).
 size_t resident_whole_pages(const void* data, size_t bytes) {
@@ -198,7 +251,8 @@ TEST(ExpertParallel, AShareReadFromTheFileAsNeededGivesTheSameLogits) {
       fewest = std::min<int64_t>(fewest, (range.end - range.first) * moe_layers);
     }
     if (fewest < 2) continue;  // (3 or 4 ranks of a file with few experts)
-    const int64_t owned = (probe.own_experts().end - probe.own_experts().first) * moe_layers;
+    const ggl::ExpertRange range = latte::rank_experts(probe.hparams().moe.n_expert, job().rank(), job().size());
+    const int64_t owned = (range.end - range.first) * moe_layers;
     const latte::Model shared = shared_model(file, static_cast<size_t>(owned / 2) * probe.expert_pager()->slot_bytes());
     ASSERT_EQ(shared.expert_pager()->slots(), owned / 2) << file.filename();
     EXPECT_FALSE(shared.expert_pager()->preloaded()) << file.filename();
@@ -232,7 +286,7 @@ TEST(ExpertParallel, EachRankHoldsItsShareOfTheExperts) {
     }
     const double held = static_cast<double>(pager.resident_bytes()) / static_cast<double>(pager.slot_bytes());
     const double share = static_cast<double>(E * moe_layers) / job().size();
-    const ggl::ExpertRange own = shared.own_experts();
+    const ggl::ExpertRange own = latte::rank_experts(E, job().rank(), job().size());
     EXPECT_TRUE(pager.preloaded()) << file.filename();
     EXPECT_EQ(held, static_cast<double>((own.end - own.first) * moe_layers)) << file.filename();
     EXPECT_LE(std::abs(held - share), static_cast<double>(moe_layers)) << file.filename() << ": one expert a layer";

@@ -2,8 +2,11 @@
 // compare, and the expert ranges the ranks divide among them (src/model/expert_share.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <numeric>
 #include <string>
 
 #include "ggml-like/core/error.h"
@@ -55,6 +58,62 @@ TEST(ExpertShare, RanksDivideTheExpertsIntoRangesThatDifferByOneAtMost) {
     }
   EXPECT_THROW(latte::rank_experts(8, 2, 2), ggl::Error);
   EXPECT_THROW(latte::expert_owner(8, 8, 2), ggl::Error);
+}
+
+// The heaviest rank's share of the counts.
+double heaviest(const std::vector<double>& counts, int ranks, const std::function<int(int64_t)>& owner) {
+  std::vector<double> load(static_cast<size_t>(ranks), 0.0);
+  for (size_t e = 0; e < counts.size(); ++e) load[static_cast<size_t>(owner(static_cast<int64_t>(e)))] += counts[e];
+  return *std::max_element(load.begin(), load.end());
+}
+
+TEST(ExpertShare, ASplitByRoutingCountsKeepsTheSharesAndEvensTheLoad) {
+  for (int ranks = 2; ranks <= 5; ++ranks) {
+    // Layer 0 dense; layer 1's hot experts all in the first range; layer 2 even.
+    std::vector<std::vector<double>> counts(3);
+    for (int64_t e = 0; e < 64; ++e) {
+      counts[1].push_back(e < 10 ? 1000.0 : 10.0 + static_cast<double>(e % 7));
+      counts[2].push_back(100.0);
+    }
+    const latte::ExpertSplit split = latte::ExpertSplit::balanced(counts, ranks);
+    EXPECT_FALSE(split.contiguous());
+    for (int64_t layer = 1; layer <= 2; ++layer) {
+      const std::vector<double>& c = counts[static_cast<size_t>(layer)];
+      const auto set_owner = [&](int64_t e) {
+        for (int r = 0; r < ranks; ++r)
+          if (split.of(layer, 64, r, ranks).holds(e, 64)) return r;
+        ADD_FAILURE() << "expert " << e << " of layer " << layer << " has no rank";
+        return 0;
+      };
+      for (int r = 0; r < ranks; ++r) {
+        const ggl::ExpertRange set = split.of(layer, 64, r, ranks), range = latte::rank_experts(64, r, ranks);
+        int64_t n = 0;
+        for (int64_t e = 0; e < 64; ++e) n += set.holds(e, 64);
+        EXPECT_EQ(n, range.end - range.first) << "as many experts as the range, rank " << r << " of " << ranks;
+        EXPECT_FALSE(set.all(64));
+      }
+      for (int64_t e = 0; e < 64; ++e) {  // exactly one rank each
+        int holders = 0;
+        for (int r = 0; r < ranks; ++r) holders += split.of(layer, 64, r, ranks).holds(e, 64);
+        EXPECT_EQ(holders, 1) << "expert " << e;
+      }
+      const double total = std::accumulate(c.begin(), c.end(), 0.0);
+      const double even = total / ranks, balanced = heaviest(c, ranks, set_owner);
+      const double by_range = heaviest(c, ranks, [&](int64_t e) { return latte::expert_owner(e, 64, ranks); });
+      EXPECT_LE(balanced, by_range);
+      EXPECT_LE(balanced, even + 1000.0) << "within the heaviest expert of the even share";
+      if (layer == 1) {
+        EXPECT_LT(balanced, 0.75 * by_range) << ranks << " ranks";
+      }
+    }
+    // A dense layer and a layer beyond the counts take the ranges.
+    EXPECT_EQ(split.of(0, 64, 1, ranks).owner, nullptr);
+    EXPECT_EQ(split.of(7, 64, 1, ranks).first, latte::rank_experts(64, 1, ranks).first);
+    EXPECT_EQ(split.hash(), latte::ExpertSplit::balanced(counts, ranks).hash()) << "the same split every time";
+    EXPECT_NE(split.hash(), latte::ExpertSplit().hash());
+  }
+  EXPECT_THROW(latte::ExpertSplit::balanced({{1.0, 2.0}}, 3), ggl::Error);  // 2 experts, 3 ranks
+  EXPECT_THROW(latte::ExpertSplit::balanced({{1.0, 2.0}}, 0), ggl::Error);
 }
 
 }  // namespace test_job
