@@ -43,8 +43,11 @@ std::unique_ptr<Job> join_mpi_job() {
 
 MpiJob::MpiJob() {
   int provided = 0;
-  // Only the thread that runs the graphs' exchange nodes (the main thread, OpenMP's thread 0) calls MPI.
-  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  // One thread at a time calls MPI: the one that runs the graphs (OpenMP's thread 0 runs the
+  // exchange nodes), which is the main thread, or a server's engine thread while the main thread
+  // serves HTTP.
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+  if (provided < MPI_THREAD_SERIALIZED) ggl::fail("MPI: this MPI library cannot be called from more than one thread");
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);  // errors as ggl::Error, not an abort without a word
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
