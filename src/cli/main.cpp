@@ -45,13 +45,18 @@ int fail(const std::string& message) {
   return 1;
 }
 
-int run_command(const latte::cli::Command& cmd, int argc, char** argv) {
+// The command's exit code; its error is printed, or, with `error`, kept there for the caller.
+int run_command(const latte::cli::Command& cmd, int argc, char** argv, std::string* error = nullptr) {
   std::string prog = std::string("latte ") + cmd.name;
   argv[0] = prog.data();
   try {
     return cmd.run(argc, argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "latte %s: error: %s\n", cmd.name, e.what());
+    const std::string line = std::string("latte ") + cmd.name + ": error: " + e.what() + "\n";
+    if (error)
+      *error = line;
+    else
+      std::fputs(line.c_str(), stderr);
     return 1;
   }
 }
@@ -76,13 +81,17 @@ int run_across_ranks(latte::Job& job, const latte::cli::Command& cmd, int argc, 
       std::this_thread::sleep_for(std::chrono::seconds(5));
     job.abort(1);
   }
-  const int code = run_command(cmd, argc, argv);
+  std::string error;
+  const int code = run_command(cmd, argc, argv, &error);
   if (code != 0) {
-    // Every rank ending with the same failure (a chat command that failed on piped input) ends
-    // cleanly; a rank failing alone, while the others wait for it, ends them all.
+    // Every rank ending with the same failure (a file every rank reads, a chat command that failed
+    // on piped input) ends cleanly, rank 0 saying why once; a rank failing alone, while the others
+    // wait for it, says why and ends them all.
     try {
       job.meet("ending the command", 5);
+      if (job.rank() == 0) std::fputs(error.c_str(), stderr);
     } catch (const std::exception&) {
+      std::fputs(error.c_str(), stderr);
       job.abort(code);
     }
   }
