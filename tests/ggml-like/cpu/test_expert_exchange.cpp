@@ -82,6 +82,9 @@ TEST(ExpertExchange, RanksTogetherGiveTheWholeResult) {
           for (int r = 0; r < ranks; ++r)
             for (bool split : {false, true})
               for (bool as_set : {false, true}) {
+                // (A set of experts is read the same way whatever the weights' type: one type
+                // takes it, which keeps the test's time under qemu.)
+                if (as_set && type != ggl::Type::Q4_K) continue;
                 SCOPED_TRACE(std::string(ggl::type_name(type)) + ", " + std::to_string(tokens) + " tokens, " +
                              std::to_string(threads) + " threads, rank " + std::to_string(r) + " of " +
                              std::to_string(ranks) + (split ? ", sent first" : "") + (as_set ? ", a set" : ""));
