@@ -363,24 +363,27 @@ void CpuBackend::acquire_experts(const Tensor& node, std::vector<const uint8_t*>
   pager_->acquire(w, distinct_ids(w, *node.src[2], expert_range(node)), slices);
 }
 
-void CpuBackend::send_rows(const Tensor& node) const {
+ExpertExchange& CpuBackend::exchange_for(const Tensor& node) const {
   if (!exchange_)
     fail("{}: the graph meets other processes, but no exchange was given to the backend", op_name(node.op));
-  exchange_->send(*node.src[0], *node.src[1], exchange_rows(node));
+  return *exchange_;
+}
+
+void CpuBackend::send_rows(const Tensor& node) const {
+  exchange_for(node).send(*node.src[0], *node.src[1], exchange_rows(node));
 }
 
 void CpuBackend::meet_others(const Tensor& node) const {
+  ExpertExchange& exchange = exchange_for(node);
   Tensor& out = const_cast<Tensor&>(node);  // the node's own bytes, planned for it
   if (node.op == Op::kTokenGather) {
-    if (!exchange_)
-      fail("{}: the graph meets other processes, but no exchange was given to the backend", op_name(node.op));
     const Tensor* mine = node.src[0];
     if (mine) std::memcpy(out.row(gather_first(node)), mine->data, mine->span_bytes());
-    return exchange_->gather(out, gather_first(node), mine ? mine->ne[1] : 0);
+    return exchange.gather(out, gather_first(node), mine ? mine->ne[1] : 0);
   }
   if (!node.src[2]) send_rows(node);  // no expert_send before it
   std::memcpy(out.data, node.src[0]->data, static_cast<size_t>(node.n_elements()) * sizeof(float));
-  exchange_->receive(out, *node.src[1], exchange_rows(node));
+  exchange.receive(out, *node.src[1], exchange_rows(node));
 }
 
 void CpuBackend::prefetch_experts(const Tensor& node) const {

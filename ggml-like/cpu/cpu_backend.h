@@ -69,6 +69,8 @@ class CpuBackend final : public Backend {
   std::vector<char> barriers_needed(const Graph& graph, int n_threads) const;
   void acquire_experts(const Tensor& node, std::vector<const uint8_t*>& slices) const;
   void prefetch_experts(const Tensor& node) const;
+  // The exchange the node meets the other processes through; throws ggl::Error without one.
+  ExpertExchange& exchange_for(const Tensor& node) const;
   void send_rows(const Tensor& node) const;  // an expert_send node, on one thread
   // An expert_exchange or token_gather node, on one thread: the other processes' part.
   void meet_others(const Tensor& node) const;

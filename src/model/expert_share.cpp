@@ -60,13 +60,4 @@ ggl::ExpertRange ExpertSplit::of(int64_t layer, int64_t n_expert, int rank, int 
   return {.owner = owner.data(), .process = rank};
 }
 
-uint64_t ExpertSplit::hash() const {
-  uint64_t h = 14695981039346656037ull;  // FNV-1a over the owner tables
-  for (const std::vector<int32_t>& layer : owner_) {
-    for (const int32_t r : layer) h = (h ^ static_cast<uint64_t>(r + 1)) * 1099511628211ull;
-    h = (h ^ 0xFFu) * 1099511628211ull;
-  }
-  return h;
-}
-
 }  // namespace latte

@@ -27,11 +27,11 @@ class ExpertSplit {
   // Rank `rank`'s experts of `layer` (of n_expert), as the graph takes them: a range, or a set
   // whose owner table lives as long as this split.
   ggl::ExpertRange of(int64_t layer, int64_t n_expert, int rank, int ranks) const;
-  // A hash of the assignment, for the ranks to compare.
-  uint64_t hash() const;
+  // Per layer, per expert: its rank (none: contiguous ranges; an empty layer: a range too).
+  const std::vector<std::vector<int32_t>>& owners() const { return owner_; }
 
  private:
-  std::vector<std::vector<int32_t>> owner_;  // per layer, per expert: its rank
+  std::vector<std::vector<int32_t>> owner_;
 };
 
 struct ExpertShare {

@@ -87,9 +87,9 @@ void MpiExpertExchange::send(const ggl::Tensor& rows, const ggl::Tensor& ids, co
   const Clock::time_point start = Clock::now();
   const int me = job_.rank(), ranks = job_.size();
   const int64_t D = rows.ne[0], k = ids.ne[0], T = ids.ne[1], n_expert = what.n_expert;
+  const ggl::ExpertRange range = rank_experts(n_expert, me, ranks);
   if (what.computed.owner ? what.computed.process != me
-                          : (what.computed.first != rank_experts(n_expert, me, ranks).first ||
-                             what.computed.end != rank_experts(n_expert, me, ranks).end))
+                          : what.computed.first != range.first || what.computed.end != range.end)
     ggl::fail("rank {}: the graph computed experts other than the rank's", me);
   if (in_flight_) ggl::fail("rank {}: expert rows sent before the last exchange received its own", me);
   ++stats_.exchanges;

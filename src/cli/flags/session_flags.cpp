@@ -125,7 +125,10 @@ ModelOptions SessionFlags::model_options(const std::string& path, const std::str
                     .ranks = job.size(),
                     .exchange = job.expert_exchange(),
                     .split = expert_split(ep_split, path, job.size())};
-  job.check_same("an expert split (--ep-split)", o.expert_share.split.hash());
+  uint64_t split_hash = job_hash({});
+  for (const std::vector<int32_t>& layer : o.expert_share.split.owners())
+    split_hash = job_hash({reinterpret_cast<const char*>(layer.data()), layer.size() * sizeof(int32_t)}, split_hash);
+  job.check_same("an expert split (--ep-split)", split_hash);
   if (const char* v = std::getenv("LATTE_EP_OVERLAP")) {  // for measuring (docs/scale-out.md)
     if (std::string(v) != "0" && std::string(v) != "1") ggl::fail("LATTE_EP_OVERLAP={}: expected 0 or 1", v);
     o.expert_share.overlap = std::string(v) == "1";
